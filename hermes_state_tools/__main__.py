@@ -1,0 +1,5 @@
+"""`python -m hermes_state_tools` runs the `hermes-state` command."""
+
+from .cli import main
+
+main()

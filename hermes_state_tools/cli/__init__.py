@@ -1,0 +1,37 @@
+"""`hermes-state`: a thin click layer over the library; each command parses, calls once, renders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..paths import default_db_path
+from ..schema import SCHEMA_VERSION
+from .base import Settings, ToolGroup
+
+
+@click.group(cls=ToolGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "db", type=click.Path(path_type=Path, dir_okay=False),
+              help="Database file (default: $HERMES_HOME/state.db, i.e. ~/.hermes/state.db).")
+@click.version_option(__version__, "--version", prog_name="hermes-state",
+                      message=f"%(prog)s %(version)s (schema version {SCHEMA_VERSION})")
+@click.pass_context
+def main(ctx: click.Context, db: Path | None) -> None:
+    """Maintain a Hermes Agent state.db: import legacy transcripts, upgrade, check, repair, export.
+
+    \b
+    Examples:
+      hermes-state status
+      hermes-state --db ./state.db import-jsonl ~/.hermes/sessions
+      hermes-state upgrade --json
+    """
+    ctx.obj = Settings(db.expanduser() if db is not None else default_db_path())
+
+
+def _register() -> None:
+    from . import status  # noqa: F401  (each module adds its commands to `main`)
+
+
+_register()

@@ -1,0 +1,129 @@
+"""What every command shares: options, output, progress bars, and the one error-to-exit-code map."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import orjson
+
+from ..errors import (
+    DatabaseLockedError,
+    HermesStateError,
+    NotAHermesDatabaseError,
+    SchemaTooNewError,
+)
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
+
+_EXIT_CODES: list[tuple[type[BaseException], int]] = [
+    (SchemaTooNewError, EXIT_TOO_NEW),
+    (DatabaseLockedError, EXIT_LOCKED),
+    (NotAHermesDatabaseError, EXIT_USAGE),
+    (HermesStateError, EXIT_PROBLEMS),
+    (sqlite3.DatabaseError, EXIT_USAGE),  # corrupt or unreadable file
+    (OSError, EXIT_USAGE),
+]
+
+
+def exit_code_for(exc: BaseException) -> int | None:
+    for kind, code in _EXIT_CODES:
+        if isinstance(exc, kind):
+            return code
+    return None
+
+
+def error_line(exc: BaseException, db_path: Path | None) -> str:
+    """One line naming the file and the cause."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if db_path is not None and str(db_path) not in text:
+        text = f"{db_path}: {text}"
+    return text
+
+
+class Settings:
+    """Per-invocation state the group options set and the commands read."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.as_json = False
+        self.progress = True
+
+
+def settings() -> Settings:
+    return click.get_current_context().find_object(Settings)
+
+
+def fail(message: str, code: int = EXIT_USAGE, json_document: bool = True) -> NoReturn:
+    """Stop with one line on stderr (and the JSON failure document unless a report was printed)."""
+    emit_failure(message, json_document)
+    sys.exit(code)
+
+
+def emit_failure(message: str, json_document: bool = True) -> None:
+    """The error line on stderr; with --json also `{"ok": false, "error": ...}` on stdout."""
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(Settings) if ctx else None
+    click.echo(f"hermes-state: {message}", err=True)
+    if json_document and state is not None and state.as_json:
+        click.echo(orjson.dumps({"ok": False, "error": message}).decode())
+
+
+class ToolGroup(click.Group):
+    """A click group that turns library errors into one-line messages and the contract's exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (HermesStateError, sqlite3.Error, OSError) as exc:
+            code = exit_code_for(exc)
+            if code is None:
+                raise
+            state = ctx.find_object(Settings)
+            emit_failure(error_line(exc, state.db if state else None))
+            ctx.exit(code)
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    state = ctx.find_object(Settings)
+    if state is not None:
+        state.as_json = value
+    return value
+
+
+def _set_progress(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    state = ctx.find_object(Settings)
+    if state is not None:
+        state.progress = not value
+    return value
+
+
+def common_options(*, json_output: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--no-progress` on every command, `--json` on every command that reports."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn = click.option("--no-progress", is_flag=True, expose_value=False, is_eager=True,
+                          callback=_set_progress, help="Never show progress bars.")(fn)
+        if json_output:
+            fn = click.option("--json", "as_json", is_flag=True, is_eager=True, callback=_set_json,
+                              help="Print one JSON document on stdout and nothing else.")(fn)
+        return fn
+
+    return decorate
+
+
+def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> None:
+    """Print the report: JSON when asked, else the human rendering."""
+    if settings().as_json:
+        click.echo(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode())
+    else:
+        click.echo(human(document))
+
+
+def show_progress() -> bool:
+    """Bars only on a terminal, and never with --no-progress or --json... on stdout they would not go anyway."""
+    return settings().progress and sys.stderr.isatty()

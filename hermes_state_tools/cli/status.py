@@ -1,0 +1,48 @@
+"""`hermes-state status`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from ..schema import SCHEMA_VERSION
+from ..status import read_status
+from . import main
+from .base import EXIT_TOO_NEW, common_options, emit, fail, settings
+
+
+def _when(epoch: float | None) -> str:
+    return dt.datetime.fromtimestamp(epoch).isoformat(sep=" ", timespec="seconds") if epoch else "-"
+
+
+def _human(doc: dict[str, Any]) -> str:
+    fts = "unknown" if doc["fts_bytes"] is None else f"{doc['fts_bytes']:,} bytes"
+    return "\n".join([
+        f"database:       {doc['path']}",
+        f"schema version: {doc['schema_version']}" + ("" if doc["schema_version_recorded"] else " (detected)"),
+        f"journal mode:   {doc['journal_mode']}",
+        f"sessions:       {doc['sessions']:,}",
+        f"messages:       {doc['messages']:,}",
+        f"file size:      {doc['db_bytes']:,} bytes (WAL {doc['wal_bytes']:,} bytes, FTS {fts})",
+        f"oldest session: {_when(doc['oldest_session_started'])}",
+        f"newest session: {_when(doc['newest_session_started'])}",
+    ])
+
+
+@main.command()
+@common_options()
+def status(as_json: bool) -> None:
+    """Show schema version, journal mode, counts, file sizes and the session date range.
+
+    \b
+    Examples:
+      hermes-state status
+      hermes-state --db backup.db status --json
+    """
+    doc = read_status(settings().db)
+    too_new = doc["schema_version"] > SCHEMA_VERSION
+    problem = (f"{doc['path']}: schema version {doc['schema_version']} is newer than this tool "
+               f"supports ({SCHEMA_VERSION}); nothing was changed")
+    emit({**doc, "ok": not too_new, **({"error": problem} if too_new else {})}, _human)
+    if too_new:
+        fail(problem, EXIT_TOO_NEW, json_document=False)

@@ -1,0 +1,36 @@
+"""One error hierarchy for the library; the CLI maps each class to an exit code in one place."""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+class HermesStateError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class NotAHermesDatabaseError(HermesStateError):
+    """The file is missing, unreadable, not SQLite, or holds no Hermes schema."""
+
+
+class SchemaTooNewError(HermesStateError):
+    """The database was written by a newer Hermes schema than this library knows; it was not touched."""
+
+    def __init__(self, path: object, version: int, supported: int) -> None:
+        self.path, self.version, self.supported = path, version, supported
+        super().__init__(
+            f"{path}: schema version {version} is newer than this tool supports ({supported}); "
+            "the file was not changed — upgrade hermes-state-tools"
+        )
+
+
+class DatabaseLockedError(HermesStateError, sqlite3.OperationalError):
+    """Another process held the write lock past the whole retry budget; nothing was changed."""
+
+
+class UnknownSessionError(HermesStateError, sqlite3.IntegrityError, LookupError):
+    """A call named a session id that is not in the store."""
+
+
+class UpgradeError(HermesStateError):
+    """A schema upgrade step could not be applied; the database keeps the last committed version."""
