@@ -46,10 +46,14 @@ def looks_like_sqlite(path: Path) -> bool:
     return head in (b"", _SQLITE_HEADER)
 
 
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit) with dict-friendly rows."""
-    if readonly:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
+def connect(path: Path, *, readonly: bool = False, immutable: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with dict-friendly rows.
+
+    `immutable` (read-only, for one short look) takes no locks and creates no -wal/-shm
+    files, so the folder is left exactly as it was.
+    """
+    if readonly or immutable:
+        uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
         conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
                                isolation_level=None)
     else:
@@ -65,8 +69,11 @@ def read_only_peek(path: Path, query: str) -> list[tuple]:
     A read-write connection that closes last checkpoints the WAL into the main file, so
     a file that must keep its bytes (a newer schema) is only ever looked at this way.
     """
+    # Without a WAL file nobody has the database open in WAL mode, and the whole state is in
+    # the main file: an immutable look then leaves no -wal/-shm behind.
+    wal_absent = not path.with_name(path.name + "-wal").exists()
     try:
-        conn = connect(path, readonly=True)
+        conn = connect(path, readonly=True, immutable=wal_absent)
     except sqlite3.Error as exc:
         raise NotAHermesDatabaseError(f"{path}: cannot open read-only ({exc})") from exc
     try:

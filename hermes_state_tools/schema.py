@@ -171,3 +171,27 @@ def object_names(conn: sqlite3.Connection, kind: str) -> set[str]:
     """Names of the schema objects of one kind ('table', 'index', 'trigger')."""
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = ?", (kind,))
     return {row[0] for row in rows}
+
+
+def _normalized(sql: str | None) -> str:
+    return " ".join((sql or "").replace("IF NOT EXISTS ", "").split())
+
+
+def describe(conn: sqlite3.Connection) -> dict[str, object]:
+    """A comparable description of the Hermes schema: columns by name (order is history, not
+    meaning), indexes, triggers and the FTS definition, whitespace-normalised."""
+    tables = {
+        table: {row[1]: (row[2].upper(), bool(row[3]), row[4], row[5]) for row in
+                conn.execute(f"PRAGMA table_info({table})")}
+        for table in ("schema_version", *TABLE_COLUMNS)
+    }
+    objects = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL"
+    ).fetchall()
+    fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (FTS_TABLE,)).fetchone()
+    return {
+        "tables": tables,
+        "indexes": {name: _normalized(sql) for kind, name, sql in objects if kind == "index"},
+        "triggers": {name: _normalized(sql) for kind, name, sql in objects if kind == "trigger"},
+        "fts": _normalized(fts[0] if fts else None),
+    }

@@ -24,23 +24,26 @@ def _visible(ch: str) -> bool:
 
 
 def clean_title(title: str | None) -> str | None:
-    """Remove control and invisible characters, fold whitespace, strip; empty becomes None."""
+    """Remove control and invisible characters, fold whitespace, strip; empty becomes None.
+
+    ValueError when the cleaned title is longer than MAX_TITLE_LENGTH: Hermes's public
+    `SessionDB.sanitize_title` enforces the limit too, not only `set_session_title`.
+    """
     if title is None:
         return None
     spaced = "".join(" " if ch.isspace() else ch for ch in str(title))
     kept = "".join(ch for ch in spaced if _visible(ch))
     folded = " ".join(kept.split())
+    if len(folded) > MAX_TITLE_LENGTH:
+        raise ValueError(
+            f"Title too long ({len(folded)} chars, max {MAX_TITLE_LENGTH} after cleaning)"
+        )
     return folded or None
 
 
 def validate_title(title: str | None) -> str | None:
     """Clean a title and enforce the length limit (ValueError when too long)."""
-    cleaned = clean_title(title)
-    if cleaned is not None and len(cleaned) > MAX_TITLE_LENGTH:
-        raise ValueError(
-            f"Title too long ({len(cleaned)} chars, max {MAX_TITLE_LENGTH} after cleaning)"
-        )
-    return cleaned
+    return clean_title(title)
 
 
 def split_numbered(title: str) -> tuple[str, int | None]:

@@ -192,3 +192,13 @@ def bring_up_to_date(conn: sqlite3.Connection, run: Callable[[Step], list]) -> U
         report.repairs += [f"recreated {name}" for name in missing]
         report.renamed_titles += renames
     return report
+
+
+def pending(conn: sqlite3.Connection) -> bool:
+    """True when opening this file for writing would change its schema."""
+    return (
+        is_empty(conn)
+        or starting_version(conn) < SCHEMA_VERSION
+        or stored_version(conn) != SCHEMA_VERSION
+        or bool(missing_structure(conn))
+    )

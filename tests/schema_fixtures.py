@@ -1,0 +1,27 @@
+"""Loading the committed schema fixtures (fixtures/schema/*.sql) into real database files."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from hermes_state_tools.sqldump import load_sql, table_rows
+
+FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "schema"
+MANIFEST = json.loads((FIXTURE_DIR / "manifest.json").read_text("utf-8"))
+UPGRADABLE = sorted(name for name in MANIFEST if name != "trap_version_7")
+
+
+def load_fixture(name: str, dest_dir: Path) -> Path:
+    path = dest_dir / f"{name}.db"
+    load_sql((FIXTURE_DIR / f"{name}.sql").read_text("utf-8"), path)
+    return path
+
+
+def rows_by_key(path: Path, table: str) -> dict[object, dict[str, object]]:
+    conn = sqlite3.connect(str(path))
+    try:
+        return {row["id"]: row for row in table_rows(conn, table)}
+    finally:
+        conn.close()

@@ -1,0 +1,339 @@
+"""Upgrades from every schema version and every real-world trap: nothing lost, same final schema."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hermes_state_tools import SchemaTooNewError, SessionDB
+from hermes_state_tools.cli import main
+from hermes_state_tools.schema import SCHEMA_VERSION, describe, schema_statements
+from hermes_state_tools.sqldump import dump_sql
+from hermes_state_tools.upgrade import STEPS, detect_schema_version, stored_version
+from hermes_state_tools.upgrading import upgrade_file
+from tests.schema_fixtures import MANIFEST, UPGRADABLE, load_fixture, rows_by_key
+
+EXPECTED_DETECTED = {
+    **{f"v{v}": v for v in range(1, 7)},
+    "trap_no_version_table": 4, "trap_empty_version": 5, "trap_duplicate_titles": 3, "trap_no_fts": 2,
+    "trap_no_triggers": 6, "trap_no_indexes": 6, "trap_version_7": 6, "trap_interrupted_upgrade": 3,
+}
+
+
+def _fresh_schema(tmp_path: Path) -> dict[str, object]:
+    SessionDB(tmp_path / "fresh.db").close()
+    conn = sqlite3.connect(str(tmp_path / "fresh.db"))
+    try:
+        return describe(conn)
+    finally:
+        conn.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path))
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _fts_in_sync(conn: sqlite3.Connection) -> None:
+    # rank 1 makes FTS5 compare its index with the external content table row by row.
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def _clean_upgrade_of(name: str, folder: Path) -> Path:
+    folder.mkdir()
+    path = load_fixture(name, folder)
+    upgrade_file(path, backup=False)
+    return path
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_committed_fixtures_are_what_the_generator_makes() -> None:
+    script = Path(__file__).resolve().parent.parent / "scripts" / "make_fixtures.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_detect_schema_version(name: str, tmp_path: Path) -> None:
+    conn = sqlite3.connect(str(load_fixture(name, tmp_path)))
+    assert detect_schema_version(conn) == EXPECTED_DETECTED[name]
+
+
+@pytest.mark.parametrize("name", UPGRADABLE)
+def test_upgrade_keeps_every_row_and_reaches_the_fresh_schema(name: str, tmp_path: Path) -> None:
+    path = load_fixture(name, tmp_path)
+    before = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
+    report = upgrade_file(path)
+
+    conn = _connect(path)
+    assert describe(conn) == _fresh_schema(tmp_path)
+    assert stored_version(conn) == SCHEMA_VERSION
+    renamed = {r["session_id"]: r for r in report["renamed_titles"]}
+    after = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
+    for table, rows in before.items():
+        assert set(after[table]) == set(rows), f"{table} ids changed"
+        for key, row in rows.items():
+            for column, value in row.items():
+                if table == "sessions" and column == "title" and key in renamed:
+                    assert renamed[key]["old"] == value and after[table][key]["title"] == renamed[key]["new"]
+                    continue
+                assert after[table][key][column] == value, (table, key, column)
+    _fts_in_sync(conn)
+    counts = conn.execute(
+        "SELECT s.id, s.message_count, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) FROM sessions s"
+    ).fetchall()
+    assert all(stored == real for _, stored, real in counts)
+    conn.close()
+
+
+@pytest.mark.parametrize("name", UPGRADABLE)
+def test_search_finds_old_messages_after_upgrade(name: str, tmp_path: Path) -> None:
+    path = load_fixture(name, tmp_path)
+    with SessionDB(path) as db:
+        assert db.search_messages("Lisbon")
+        assert db.search_messages("记忆断裂")
+        hits = {r["id"] for r in db.search_messages("disk usage", limit=1000)}
+        with_text = {r["id"] for r in db._conn.execute("SELECT id FROM messages WHERE content LIKE '%disk usage%'")}
+        assert with_text and hits == with_text
+
+
+@pytest.mark.parametrize("name", UPGRADABLE)
+def test_second_upgrade_changes_nothing(name: str, tmp_path: Path) -> None:
+    path = load_fixture(name, tmp_path)
+    upgrade_file(path, backup=False)
+    first = dump_sql(sqlite3.connect(str(path)))
+    report = upgrade_file(path)
+    assert report["steps"] == [] and report["renamed_titles"] == [] and report["repairs"] == []
+    assert report["backup"] is None  # nothing pending, nothing to back up
+    assert dump_sql(sqlite3.connect(str(path))) == first
+
+
+def test_duplicate_titles_keep_every_title(tmp_path: Path) -> None:
+    path = load_fixture("trap_duplicate_titles", tmp_path)
+    report = upgrade_file(path, backup=False)
+    renames = {r["session_id"]: (r["old"], r["new"]) for r in report["renamed_titles"]}
+    assert renames == {
+        "20260112_081530_5be07d11": ("Fix Docker Build", "Fix Docker Build #4"),
+        "20260115_090000_deadbe": ("Fix Docker Build", "Fix Docker Build #5"),
+        "20260114_140233_c0ffee12": ("周末计划 🏔️", "周末计划 🏔️ #2"),
+    }
+    with SessionDB(path) as db:
+        # the session that started first keeps the title exactly
+        assert db.get_session_by_title("Fix Docker Build")["id"] == "20260105_091500_a1b2c3"
+        assert db.get_session_by_title("周末计划 🏔️")["id"] == "20260110_184211_a1c4e9b2"
+        assert db.get_next_title_in_lineage("Fix Docker Build") == "Fix Docker Build #6"
+
+
+def test_missing_version_row_is_detected_not_stamped(tmp_path: Path) -> None:
+    path = load_fixture("trap_no_version_table", tmp_path)
+    report = upgrade_file(path, backup=False)
+    assert report["from_version"] == 4
+    assert report["steps"] == [STEPS[5][0], STEPS[6][0]]
+
+
+def test_interrupted_upgrade_finishes(tmp_path: Path) -> None:
+    path = load_fixture("trap_interrupted_upgrade", tmp_path)
+    report = upgrade_file(path, backup=False)
+    assert report["from_version"] == 3
+    conn = _connect(path)
+    assert stored_version(conn) == 6 and describe(conn) == _fresh_schema(tmp_path)
+
+
+def test_missing_fts_and_triggers_are_rebuilt(tmp_path: Path) -> None:
+    for name in ("trap_no_fts", "trap_no_triggers"):
+        path = load_fixture(name, tmp_path)
+        report = upgrade_file(path, backup=False)
+        assert any("messages_fts_insert" in r for r in report["repairs"])
+        conn = _connect(path)
+        _fts_in_sync(conn)
+        indexed = conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'disk'").fetchone()[0]
+        stored = conn.execute("SELECT COUNT(*) FROM messages WHERE content LIKE '%disk%'").fetchone()[0]
+        assert indexed == stored > 0
+
+
+def test_newer_schema_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = load_fixture("trap_version_7", tmp_path)
+    before = sorted(os.listdir(tmp_path)), _sha(path)
+    with pytest.raises(SchemaTooNewError, match="schema version 7"):
+        SessionDB(path)
+    result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--json"])
+    assert result.exit_code == 3
+    assert '"ok":false' in result.stdout
+    assert (sorted(os.listdir(tmp_path)), _sha(path)) == before
+
+
+def test_dry_run_changes_nothing_and_reports_steps(tmp_path: Path) -> None:
+    path = load_fixture("v2", tmp_path)
+    before = _sha(path)
+    report = upgrade_file(path, dry_run=True)
+    assert report["dry_run"] is True and report["backup"] is None
+    assert report["from_version"] == 2 and len(report["steps"]) == 4
+    assert _sha(path) == before
+    # a reader may leave SQLite's -wal/-shm beside the file, but never a backup or a copy
+    assert {p for p in os.listdir(tmp_path) if not p.endswith(("-wal", "-shm"))} == {"v2.db"}
+
+
+def test_backup_is_taken_and_verified(tmp_path: Path) -> None:
+    path = load_fixture("v3", tmp_path)
+    report = upgrade_file(path)
+    backup = Path(report["backup"])
+    assert backup.name.startswith("v3.db.bak-") and oct(backup.stat().st_mode & 0o777) == "0o600"
+    conn = sqlite3.connect(str(backup))
+    assert stored_version(conn) == 3  # the backup is the file as it was before upgrading
+    assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == MANIFEST["v3"]["messages"]
+
+
+@pytest.mark.parametrize("failing_step", sorted(STEPS))
+def test_failure_inside_a_step_rolls_back_that_step_only(
+    failing_step: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = _clean_upgrade_of("v1", tmp_path / "clean")
+    path = load_fixture("v1", tmp_path)
+    description, step = STEPS[failing_step]
+
+    def broken(conn: sqlite3.Connection) -> list:
+        step(conn)  # the step's own changes are made, then the process "fails" before commit
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setitem(STEPS, failing_step, (description, broken))
+    with pytest.raises(RuntimeError, match="injected failure"):
+        SessionDB(path)
+    assert stored_version(sqlite3.connect(str(path))) == failing_step - 1
+    monkeypatch.setitem(STEPS, failing_step, (description, step))
+    SessionDB(path).close()
+    assert dump_sql(sqlite3.connect(str(path))) == dump_sql(sqlite3.connect(str(clean)))
+
+
+_KILL_SCRIPT = textwrap.dedent("""
+    import os, signal, sys
+    from hermes_state_tools import upgrade, schema
+    from hermes_state_tools.store import SessionDB
+    target, where = sys.argv[1], sys.argv[2]
+    if where.startswith("step"):
+        number = int(where[4:])
+        description, step = upgrade.STEPS[number]
+        def killed(conn):
+            step(conn)
+            os.kill(os.getpid(), signal.SIGKILL)
+        upgrade.STEPS[number] = (description, killed)
+    else:
+        real = schema.create_schema
+        def killed(conn, version=schema.SCHEMA_VERSION):
+            conn.execute(schema.SCHEMA_VERSION_SQL)
+            conn.execute(schema.create_table_sql("messages"))
+            conn.execute(schema.FTS_TABLE_SQL)
+            os.kill(os.getpid(), signal.SIGKILL)
+        upgrade.create_schema = killed
+    SessionDB(target)
+""")
+
+
+@pytest.mark.parametrize("where", [f"step{n}" for n in sorted(STEPS)])
+def test_kill_during_upgrade_then_rerun_reaches_the_same_database(where: str, tmp_path: Path) -> None:
+    clean = _clean_upgrade_of("v1", tmp_path / "clean")
+    path = load_fixture("v1", tmp_path)
+    killed = subprocess.run([sys.executable, "-c", _KILL_SCRIPT, str(path), where])
+    assert killed.returncode == -9
+    SessionDB(path).close()
+    assert dump_sql(sqlite3.connect(str(path))) == dump_sql(sqlite3.connect(str(clean)))
+
+
+def test_kill_while_creating_a_new_database_leaves_no_half_schema(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    killed = subprocess.run([sys.executable, "-c", _KILL_SCRIPT, str(path), "create"])
+    assert killed.returncode == -9
+    conn = sqlite3.connect(str(path))
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+    conn.close()
+    with SessionDB(path) as db:
+        db.create_session("s", "cli")
+        db.append_message("s", "user", "after the crash")
+        assert db.search_messages("crash")
+    assert describe(sqlite3.connect(str(path))) == _fresh_schema(tmp_path)
+
+
+@pytest.mark.parametrize("args", [["upgrade"], ["upgrade", "--dry-run"], ["status"]])
+def test_cli_refuses_missing_and_empty_files(args: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    for path in (missing, empty, junk):
+        result = CliRunner().invoke(main, ["--db", str(path), *args])
+        assert result.exit_code == 2, result.output
+        assert str(path) in result.stderr
+        assert "Traceback" not in result.output
+    assert not missing.exists() and empty.stat().st_size == 0
+
+
+def test_cli_upgrade_json_report(tmp_path: Path) -> None:
+    path = load_fixture("trap_duplicate_titles", tmp_path)
+    result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--json"])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert {"from_version", "to_version", "steps", "backup", "renamed_titles"} <= set(doc)
+    assert doc["from_version"] == 3 and doc["to_version"] == 6 and Path(doc["backup"]).exists()
+    assert all(set(r) == {"session_id", "old", "new"} for r in doc["renamed_titles"])
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    version=st.integers(min_value=1, max_value=5),
+    sessions=st.lists(st.tuples(_TEXT, st.sampled_from(["cli", "telegram", "discord"]), st.none() | _TEXT),
+                      min_size=1, max_size=5),
+    messages=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["user", "assistant", "tool"]), _TEXT),
+                      max_size=20),
+)
+def test_random_old_data_upgrades_with_nothing_lost(tmp_path_factory, version, sessions, messages) -> None:
+    path = tmp_path_factory.mktemp("random") / "old.db"
+    conn = sqlite3.connect(str(path))
+    for statement in schema_statements(version):
+        conn.execute(statement)
+    conn.execute("INSERT INTO schema_version VALUES (?)", (version,))
+    for index, (prompt, source, title) in enumerate(sessions):
+        row = {"id": f"s{index}", "source": source, "system_prompt": prompt, "started_at": 1000.0 + index}
+        if version == 3:
+            row["title"] = title  # duplicates are possible before v4: the upgrade must resolve them
+        elif version > 3 and title is not None:
+            row["title"] = f"{title} [{index}]"
+        conn.execute(f"INSERT INTO sessions ({','.join(row)}) VALUES ({','.join('?' * len(row))})", list(row.values()))
+    for number, (owner, role, content) in enumerate(messages):
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+                     (f"s{owner % len(sessions)}", role, content, 2000.0 + number))
+    conn.commit()
+    conn.close()
+    before = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
+
+    report = upgrade_file(path, backup=False)
+
+    renamed = {r["session_id"]: r["old"] for r in report["renamed_titles"]}
+    after = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
+    for table, rows in before.items():
+        assert set(after[table]) == set(rows)
+        for key, row in rows.items():
+            restored = dict(after[table][key])
+            if key in renamed:
+                restored["title"] = renamed[key]
+            assert {c: restored[c] for c in row} == row
+    titles = [r["title"] for r in after["sessions"].values() if r["title"] is not None]
+    assert len(titles) == len(set(titles))
+    _fts_in_sync(_connect(path))
