@@ -13,15 +13,14 @@ MULTIMODAL_PREFIX = "\x00json:"
 
 
 def dumps(value: Any) -> str:
-    """Serialise to JSON text; orjson for speed, the stdlib for what orjson refuses (big ints, odd keys)."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False, default=str)
+    """JSON text spelled exactly as Hermes spells its JSON columns (`json.dumps` defaults), so a
+    value read back and stored again gives the same bytes whichever program wrote it."""
+    return json.dumps(value)
 
 
-def dumps_or_none(value: Any) -> str | None:
-    return None if value is None else dumps(value)
+def dumps_if_any(value: Any) -> str | None:
+    """JSON text, or NULL for None and empty values (Hermes stores `[]` and `{}` as NULL too)."""
+    return dumps(value) if value else None
 
 
 def loads_or_raw(text: Any) -> Any:
@@ -42,7 +41,8 @@ def encode_content(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, (list, dict)):
-        return MULTIMODAL_PREFIX + dumps(content)
+        # Non-ASCII written as itself (not \u escapes) so FTS and substring search find it.
+        return MULTIMODAL_PREFIX + json.dumps(content, ensure_ascii=False)
     return str(content)
 
 

@@ -46,9 +46,9 @@ def append(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id, role, jsonutil.encode_content(content), tool_call_id,
-            jsonutil.dumps_or_none(tool_calls), tool_name, time.time(), token_count, finish_reason,
-            reasoning, jsonutil.dumps_or_none(reasoning_details),
-            jsonutil.dumps_or_none(codex_reasoning_items),
+            jsonutil.dumps_if_any(tool_calls), tool_name, time.time(), token_count, finish_reason,
+            reasoning, jsonutil.dumps_if_any(reasoning_details),
+            jsonutil.dumps_if_any(codex_reasoning_items),
         ),
     )
     conn.execute(

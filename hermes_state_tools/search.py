@@ -8,7 +8,6 @@ import sqlite3
 from typing import Any
 
 from .jsonutil import content_text
-from .titles import escape_like
 
 _OPERATORS = {"AND", "OR", "NOT"}
 _TOKEN = re.compile(r'"([^"]*)"|(\S+)')
@@ -44,6 +43,8 @@ def _term(text: str, prefix: bool) -> str | None:
 
 def _items(query: str) -> list[str]:
     """Terms and operators in order; an unmatched double quote is dropped."""
+    # FTS5 reads its query as a C string: a NUL, even inside a phrase, ends it mid-token.
+    query = query.replace("\x00", " ")
     if query.count('"') % 2:
         cut = query.rfind('"')
         query = query[:cut] + " " + query[cut + 1:]
@@ -72,6 +73,9 @@ def _drop_dangling_operators(items: list[str]) -> list[str]:
         kept.append(item)
     while kept and kept[-1] in _OPERATORS:
         kept.pop()
+    if not kept:
+        # Only operator words (a search for "NOT" or "OR"): the user means the words themselves.
+        kept = [f'"{item}"' for item in items if item in _OPERATORS]
     return kept
 
 
@@ -81,8 +85,19 @@ def sanitize_fts5_query(query: str) -> str:
 
 
 def plain_terms(query: str) -> list[str]:
-    """The query's words without operators or quotes, for the literal-substring fallback."""
-    return [t for t in (w.strip('"*') for w in (query or "").split()) if t and t not in _OPERATORS]
+    """The query's words and quoted phrases without operators or quotes, for the literal-substring fallback.
+
+    Empty when the query uses OR or NOT: an AND of substrings would answer a different question.
+    """
+    if {"OR", "NOT"} & set(_drop_dangling_operators(_items(query or ""))):
+        return []
+    terms = []
+    for phrase, bare in _TOKEN.findall((query or "").replace("\x00", " ")):
+        for term in [phrase.strip()] if phrase else bare.split():
+            term = term.strip('"*')
+            if term and term not in _OPERATORS:
+                terms.append(term)
+    return terms
 
 
 def _filters(source_filter: Any, exclude_sources: Any, role_filter: Any) -> tuple[str, list[Any]]:
@@ -126,15 +141,16 @@ def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, lis
 
 def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tuple[str, list[Any]],
                      limit: int, offset: int) -> list[dict[str, Any]]:
-    """Messages containing every needle literally (LIKE with `%`/`_` escaped), newest first."""
+    """Messages containing every needle literally (ASCII case-insensitive), newest first."""
     where, params = filters
-    likes = " AND ".join("m.content LIKE ? ESCAPE '\\'" for _ in needles)
+    # instr() rather than LIKE: LIKE stops at a NUL, and multimodal content starts with one
+    # ("\x00json:"); instr() compares whole values, and `%`/`_` in it are plain characters.
+    likes = " AND ".join("instr(lower(m.content), lower(?)) > 0" for _ in needles)
     sql = _SELECT.format(snippet="NULL", content="m.content") + (
         f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {likes}{where} "
         "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
     )
-    patterns = [f"%{escape_like(n)}%" for n in needles]
-    results = [dict(row) for row in conn.execute(sql, (*patterns, *params, limit, offset))]
+    results = [dict(row) for row in conn.execute(sql, (*needles, *params, limit, offset))]
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needles[0])
     return results

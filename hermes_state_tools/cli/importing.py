@@ -1,0 +1,119 @@
+"""`hermes-state import-jsonl` and `hermes-state export`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import click
+
+from ..export_stream import FORMATS, select_ids, write_export
+from ..ingest import import_paths
+from ..readonly import open_readonly, require_supported
+from . import main
+from .base import EXIT_PROBLEMS, common_options, emit, settings, show_progress
+from .progress import ExportBar, ImportBars
+
+
+def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise click.BadParameter(f"unknown time zone {value!r}") from exc
+
+
+def _human_import(doc: dict[str, Any]) -> str:
+    verb = "would import" if doc["dry_run"] else "imported"
+    lines = [
+        f"{verb} {doc['messages_imported']:,} messages: {doc['sessions_created']:,} sessions created, "
+        f"{doc['sessions_updated']:,} updated; {doc['messages_skipped_duplicate']:,} messages already present; "
+        f"{doc['files_read']:,} files read",
+    ]
+    if doc["problems"]:
+        counts = ", ".join(f"{kind} {n}" for kind, n in sorted(doc["problem_counts"].items()))
+        lines.append(f"{len(doc['problems'])} problems ({counts}):")
+        lines += [f"  {p['file']}:{p['line'] or '-'}: {p['kind']}: {p['detail']}" for p in doc["problems"]]
+    return "\n".join(lines)
+
+
+@main.command("import-jsonl")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Read everything and report what would be written; write nothing.")
+@click.option("--tz", "tz", metavar="ZONE", callback=_zone,
+              help="Time zone of naive timestamps in the files (default: this machine's local time).")
+@click.option("--source", metavar="NAME", help="Source for sessions whose files name none (default: unknown/cli).")
+@common_options()
+def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | None, as_json: bool) -> None:
+    """Import legacy Hermes transcripts (sessions/*.jsonl, snapshots, /save files, logs) into state.db.
+
+    PATH may be a HERMES_HOME, a sessions folder, or single files. Re-running imports nothing twice;
+    a session already in the database gains only the messages it lacks. Exit 1 when some record
+    could not be stored (all listed in the report).
+
+    \b
+    Examples:
+      hermes-state import-jsonl ~/.hermes
+      hermes-state --db ./state.db import-jsonl ~/.hermes/sessions --dry-run
+      hermes-state import-jsonl old/session_20260301_101010_abcdef.json --tz Europe/Lisbon --json
+    """
+    bars = ImportBars() if show_progress() else None
+    try:
+        stats = import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run, progress=bars)
+    finally:
+        if bars:
+            bars.close()
+    emit(stats.as_dict(), _human_import)
+    if stats.failed:
+        sys.exit(EXIT_PROBLEMS)
+
+
+@main.command("export")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
+@click.option("--session", "session", metavar="ID", help="Only this session (exact id or unique prefix).")
+@click.option("--source", metavar="NAME", help="Only sessions of this source.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True)
+@common_options(json_output=False)
+def export(output: Path | None, session: str | None, source: str | None, fmt: str) -> None:
+    """Stream sessions with their messages: JSONL (one session a line, re-importable), JSON, or Markdown.
+
+    \b
+    Examples:
+      hermes-state export -o all.jsonl
+      hermes-state export --session 20260310_1842 --format md
+      hermes-state export --source telegram --format json -o telegram.json
+    """
+    path = settings().db
+    conn = open_readonly(path)
+    try:
+        require_supported(conn, path)
+        conn.execute("BEGIN")  # one consistent snapshot while other processes keep writing
+        ids = select_ids(conn, session, source)
+        bar = ExportBar(len(ids)) if show_progress() else None
+        if output is None:
+            write_export(conn, sys.stdout.buffer, ids, fmt, bar.advance if bar else None)
+            sys.stdout.buffer.flush()
+        else:
+            _write_atomically(output, lambda out: write_export(conn, out, ids, fmt, bar.advance if bar else None))
+        if bar:
+            bar.close()
+    finally:
+        conn.close()
+
+
+def _write_atomically(output: Path, write: Any) -> None:
+    """Write to a temporary file beside `output`, then rename: a crash never leaves half an export."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+        os.replace(temporary, output)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,34 @@
+"""Per-session counters recomputed from the rows, the rule `append_message` follows one row at a time."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+# A list of tool calls counts its length, any other non-null value counts 1, tool rows 0.
+TOOL_CALLS_OF_ROW = (
+    "CASE WHEN m.role = 'tool' OR m.tool_calls IS NULL THEN 0 "
+    "WHEN json_valid(m.tool_calls) AND json_type(m.tool_calls) = 'array' THEN json_array_length(m.tool_calls) "
+    "ELSE 1 END"
+)
+REAL_MESSAGE_COUNT = "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)"
+REAL_TOOL_CALL_COUNT = (
+    f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) FROM messages m WHERE m.session_id = sessions.id)"
+)
+
+
+def recount(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+    """Set message_count and tool_call_count of these sessions from their messages."""
+    conn.executemany(
+        f"UPDATE sessions SET message_count = {REAL_MESSAGE_COUNT}, tool_call_count = {REAL_TOOL_CALL_COUNT} "
+        "WHERE id = ?",
+        ((sid,) for sid in session_ids),
+    )
+
+
+def mismatches(conn: sqlite3.Connection) -> list[tuple[str, int, int, int, int]]:
+    """(id, stored messages, real messages, stored tool calls, real tool calls) where they differ."""
+    rows = conn.execute(
+        f"SELECT id, message_count, {REAL_MESSAGE_COUNT}, tool_call_count, {REAL_TOOL_CALL_COUNT} FROM sessions"
+    )
+    return [tuple(row) for row in rows if (row[1], row[3]) != (row[2], row[4])]

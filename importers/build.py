@@ -1,0 +1,95 @@
+"""Assemble a LegacySession from normalised messages: source ranking, tool names, re-appended blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from importers.messages import fill_tool_names
+from importers.records import SOURCE_FALLBACK, LegacyMessage, LegacySession, Problem
+
+
+def platform_source(value: Any) -> str | None:
+    """Return the session source a `platform` value names ("local" means the CLI), or None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    return "cli" if value == "local" else value
+
+
+def build_session(
+    session_id: str,
+    file: str,
+    kind: str,
+    messages: list[LegacyMessage],
+    source: tuple[str | None, int, str],
+    fields: dict[str, Any],
+    extra: dict[str, Any],
+) -> tuple[LegacySession, list[Problem]]:
+    """Return the session a file holds; `source` is (named source or None, its rank, the fallback)."""
+    named, rank, fallback = source
+    fields = {**fields, "source": named or fallback}
+    kept, problems = drop_duplicate_blocks(fill_tool_names(messages), file)
+    session = LegacySession(
+        session_id=session_id,
+        file=file,
+        kind=kind,
+        fields=fields,
+        source_rank=rank if named else SOURCE_FALLBACK,
+        messages=tuple(kept),
+        extra=extra,
+        duplicates_skipped=len(messages) - len(kept),
+    )
+    return session, problems
+
+
+def _key(message: LegacyMessage) -> tuple[Any, ...]:
+    return (message.role, message.content, message.tool_calls, message.tool_call_id)
+
+
+def drop_duplicate_blocks(
+    messages: list[LegacyMessage], file: str
+) -> tuple[list[LegacyMessage], list[Problem]]:
+    """Drop blocks that repeat the whole history before them (an old bug re-appended it); report each."""
+    keys = [_key(m) for m in messages]
+    kept: list[int] = []
+    kept_keys: list[tuple[Any, ...]] = []
+    problems: list[Problem] = []
+    at = 0
+    while at < len(messages):
+        size = _repeat_size(keys, kept_keys, at)
+        if size:
+            problems.append(_duplicate_problem(file, messages, at, size))
+            at += size
+            continue
+        kept.append(at)
+        kept_keys.append(keys[at])
+        at += 1
+    return [messages[i] for i in kept], problems
+
+
+def _repeat_size(keys: list[tuple[Any, ...]], kept_keys: list[tuple[Any, ...]], at: int) -> int:
+    """Return the length of the block at `at` that repeats the history so far (2 or more), else 0."""
+    if _is_repeat(keys, kept_keys, len(kept_keys), at):
+        return len(kept_keys)
+    # After an earlier repeat was dropped, a copy of the raw prefix (repeat included) counts too.
+    if len(kept_keys) != at and _is_repeat(keys, keys, at, at):
+        return at
+    return 0
+
+
+def _is_repeat(keys: list[tuple[Any, ...]], prefix: list[tuple[Any, ...]], size: int, at: int) -> bool:
+    """Tell whether keys[at:at+size] equals prefix[:size]."""
+    if size < 2 or at + size > len(keys):
+        return False
+    # Compare the ends first: almost every position fails there without copying a slice.
+    if keys[at] != prefix[0] or keys[at + size - 1] != prefix[size - 1]:
+        return False
+    return keys[at : at + size] == prefix[:size]
+
+
+def _duplicate_problem(file: str, messages: list[LegacyMessage], at: int, size: int) -> Problem:
+    """Return the notice for one skipped repeated block."""
+    first, last = messages[at].line, messages[at + size - 1].line
+    where = f"lines {first}-{last}" if first is not None else f"messages {at + 1}-{at + size}"
+    detail = f"{where} repeat the whole history before them ({size} messages); skipped as duplicates"
+    return Problem(file, first, "duplicate_block", detail)

@@ -1,0 +1,106 @@
+"""Find the legacy files under the paths a user names: HERMES_HOMEs, sessions folders or single files."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from importers.records import Problem
+
+# Files Hermes left next to transcripts that are not transcripts: (prefix, suffix, what it is).
+NOISE = (
+    (".sessions_", ".tmp", "a temporary copy of the index"),
+    ("request_dump_", ".json", "a dump of one API request"),
+    ("payload_", ".jsonl", "a log of API payloads"),
+)
+
+
+def file_shape(path: Path) -> str | None:
+    """Return "index", "save", "snapshot" (ShareGPT logs included) or "jsonl" for a file name, else None."""
+    name = path.name
+    if any(name.startswith(prefix) and name.endswith(suffix) for prefix, suffix, _ in NOISE):
+        return None
+    if name == "sessions.json":
+        return "index"
+    if name.startswith("hermes_conversation_") and name.endswith(".json"):
+        return "save"
+    if name.startswith("session_") and name.endswith(".json"):
+        return "snapshot"
+    return "jsonl" if name.endswith(".jsonl") else None
+
+
+def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
+    """Return the transcript files under `paths` (each once; index files first, then by path) and notices."""
+    files: dict[Path, Path] = {}
+    problems: dict[tuple[str, str], Problem] = {}
+    for path in paths:
+        for found in _walk(Path(path)):
+            if isinstance(found, Problem):
+                problems.setdefault((str(Path(found.file).resolve()), found.kind), found)
+            else:
+                files.setdefault(found.resolve(), found)
+    ordered = sorted(files.values(), key=lambda p: (file_shape(p) != "index", str(p)))
+    return ordered, list(problems.values())
+
+
+def _walk(path: Path) -> Iterator[Path | Problem]:
+    """Yield the candidate files and notices for one named path."""
+    if not path.exists():
+        yield Problem(str(path), None, "missing_path", "no such file or folder", True)
+    elif not path.is_dir():
+        yield from _file(path)
+    elif (path / "sessions").is_dir() or (path / "logs").is_dir():
+        yield from _home(path)
+    else:
+        yield from _folder(path)
+
+
+def _home(home: Path) -> Iterator[Path | Problem]:
+    """Yield a HERMES_HOME's sessions/, sessions/saved/ and logs/ files; name each profile it skips."""
+    for folder in (home / "sessions", home / "logs"):
+        if folder.is_dir():
+            yield from _folder(folder)
+    profiles = home / "profiles"
+    if not profiles.is_dir():
+        return
+    try:
+        names = sorted(p for p in profiles.iterdir() if p.is_dir())
+    except OSError as exc:
+        yield _unreadable(profiles, exc)
+        return
+    for profile in names:
+        # Each profile has its own state.db: mixing its sessions into this one would be wrong.
+        db, folder = shlex.quote(str(profile / "state.db")), shlex.quote(str(profile))
+        command = f"hermes-state --db {db} import-jsonl {folder}"
+        detail = f"profile {profile.name!r} has its own database, not read here; import it alone: {command}"
+        yield Problem(str(profile), None, "profile_skipped", detail)
+
+
+def _unreadable(folder: Path, exc: OSError) -> Problem:
+    return Problem(str(folder), None, "unreadable_path", f"cannot list the folder ({exc.strerror})", True)
+
+
+def _folder(folder: Path) -> Iterator[Path | Problem]:
+    """Yield the files of a sessions (or logs) folder and of its saved/ subfolder."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        yield _unreadable(folder, exc)
+        return
+    for entry in entries:
+        if entry.is_dir() and entry.name == "saved":
+            yield from _folder(entry)
+        elif entry.is_dir():
+            yield Problem(str(entry), None, "skipped_file", "a folder that holds no transcripts; not read")
+        else:
+            yield from _file(entry)
+
+
+def _file(path: Path) -> Iterator[Path | Problem]:
+    """Yield the file when its name is a transcript shape, else a notice saying what was skipped."""
+    if file_shape(path) is not None and path.is_file():
+        yield path
+        return
+    what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
+    yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")

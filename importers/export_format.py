@@ -1,0 +1,127 @@
+"""This project's own export format, `hermes-state-export/1`: both the writing and the reading side.
+
+One session per line of UTF-8 JSON (non-ASCII characters written as themselves)::
+
+    {"format": "hermes-state-export/1",
+     "session": {every `sessions` column as stored, `id` included},
+     "extra": {the session's extra data},
+     "messages": [{every `messages` column except `id` and `session_id`,
+                   "extra": {the message's extra data}}, ...]}
+
+In a message, `content` is a string, a list of parts (multimodal) or null; `tool_calls`,
+`reasoning_details` and `codex_reasoning_items` are decoded JSON values, not JSON text;
+`timestamp` is epoch seconds. Messages keep the store's order. `import-jsonl` recognises
+an export file by the `format` key of its first object and reads every column back, so an
+export imported into an empty database reproduces every field (message ids aside).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import tzinfo
+from typing import Any
+
+import orjson
+
+from importers.messages import Where, normalise_message
+from importers.records import SOURCE_FALLBACK, SOURCE_FROM_INDEX, LegacyMessage, LegacySession, Problem
+from importers.text import JsonLine
+
+FORMAT = "hermes-state-export/1"
+JSON_COLUMNS = ("tool_calls", "reasoning_details", "codex_reasoning_items")
+# How the store spells list content in its TEXT column (see session-store.md).
+LIST_CONTENT_PREFIX = "\x00json:"
+
+
+def export_line(
+    session: dict[str, Any],
+    messages: list[dict[str, Any]],
+    session_extra: dict[str, Any] | None = None,
+    message_extras: list[dict[str, Any]] | None = None,
+) -> bytes:
+    """Return one export line (with its newline) for a sessions row and its messages rows, as stored."""
+    extras = message_extras or [{}] * len(messages)
+    record = {
+        "format": FORMAT,
+        "session": {key: value for key, value in session.items() if key != "messages"},
+        "extra": session_extra or {},
+        "messages": [_export_message(row, extra) for row, extra in zip(messages, extras, strict=True)],
+    }
+    try:
+        return orjson.dumps(record) + b"\n"
+    except TypeError:
+        # orjson refuses lone surrogates and integers wider than 64 bits; the stdlib escapes them.
+        return json.dumps(record, ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def _export_message(row: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """Return a messages row in export shape: JSON columns and list content decoded, ids dropped."""
+    out = {key: value for key, value in row.items() if key not in ("id", "session_id")}
+    for key in JSON_COLUMNS:
+        if isinstance(out.get(key), str):
+            out[key] = _decoded(out[key])
+    content = out.get("content")
+    if isinstance(content, str) and content.startswith(LIST_CONTENT_PREFIX):
+        out["content"] = _decoded(content.removeprefix(LIST_CONTENT_PREFIX))
+    out["extra"] = extra or {}
+    return out
+
+
+def _decoded(text: str) -> Any:
+    """Return the value JSON text holds, or the text itself when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def is_export_record(value: Any) -> bool:
+    """Tell whether a parsed line is a hermes-state-export/1 record."""
+    return isinstance(value, dict) and value.get("format") == FORMAT
+
+
+def read_export_lines(
+    items: Iterable[JsonLine | Problem], file: str, tz: tzinfo | None = None
+) -> Iterator[LegacySession | Problem]:
+    """Yield a LegacySession(kind="export") per export line, and the problems of the others."""
+    for item in items:
+        if isinstance(item, Problem):
+            yield item
+        else:
+            yield from _read_record(item, file, tz)
+
+
+def _read_record(item: JsonLine, file: str, tz: tzinfo | None) -> Iterator[LegacySession | Problem]:
+    """Yield the session one export line holds, or the failure that stops it."""
+    value = item.value
+    if not is_export_record(value):
+        yield Problem(file, item.number, "not_export_record", f"line is not a {FORMAT} session", True)
+        return
+    session, rows, extra = value.get("session"), value.get("messages"), value.get("extra")
+    if not isinstance(session, dict) or not isinstance(session.get("id"), str) or not session["id"]:
+        yield Problem(file, item.number, "missing_session_id", "export line names no session id", True)
+        return
+    if not isinstance(rows, list):
+        detail = f"messages is a JSON {type(rows).__name__}, not a list; the session is read without messages"
+        yield Problem(file, item.number, "wrong_type", detail, rows is not None)
+        rows = []
+    messages: list[LegacyMessage] = []
+    for position, row in enumerate(rows, 1):
+        message, problems = _read_message(row, Where(file, item.number, position, shared=True), tz)
+        yield from problems
+        if message is not None:
+            messages.append(message)
+    fields = {key: column for key, column in session.items() if key != "id"}
+    rank = SOURCE_FROM_INDEX if isinstance(fields.get("source"), str) else SOURCE_FALLBACK
+    fields.setdefault("source", "unknown")
+    extra = extra if isinstance(extra, dict) else {}
+    yield LegacySession(session["id"], file, "export", fields, rank, tuple(messages), extra)
+
+
+def _read_message(row: Any, where: Where, tz: tzinfo | None) -> tuple[LegacyMessage | None, list[Problem]]:
+    """Return one exported message with its extra data restored."""
+    if not isinstance(row, dict) or not isinstance(row.get("extra"), dict):
+        return normalise_message(row, where, tz)
+    columns = {key: value for key, value in row.items() if key != "extra"}
+    return normalise_message(columns, where, tz, extra=row["extra"])

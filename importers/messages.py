@@ -1,0 +1,137 @@
+"""Normalise one legacy message object to the v6 message columns, keeping every other key in `extra`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import tzinfo
+from typing import Any
+
+from importers.records import LegacyMessage, Problem
+from importers.timestamps import parse_timestamp
+
+TEXT_COLUMNS = ("tool_call_id", "tool_name", "finish_reason", "reasoning")
+JSON_COLUMNS = ("reasoning_details", "codex_reasoning_items")
+_KNOWN = {"role", "content", "timestamp", "tool_calls", "token_count", "name", *TEXT_COLUMNS, *JSON_COLUMNS}
+_INT64 = 2**63
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a record came from: the file, its line (None in whole-object files) and its position."""
+
+    file: str
+    line: int | None
+    position: int  # 1-based position of the message in the file (or in its line)
+    shared: bool = False  # True when several messages share the line (export files)
+
+    def problem(self, kind: str, detail: str, failure: bool = False) -> Problem:
+        """Return a Problem located here, naming the message's position where the line does not."""
+        prefix = f"message {self.position}: " if self.line is None or self.shared else ""
+        return Problem(self.file, self.line, kind, prefix + detail, failure)
+
+
+def json_text(value: Any) -> str:
+    """Return the JSON text Python's json.dumps writes (Hermes' own spelling), non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def normalise_message(
+    record: Any, where: Where, tz: tzinfo | None = None, extra: dict[str, Any] | None = None
+) -> tuple[LegacyMessage | None, list[Problem]]:
+    """Return the message a record describes (None when it cannot be one) and the problems found."""
+    if not isinstance(record, dict):
+        kind = type(record).__name__
+        return None, [where.problem("not_object", f"record is a JSON {kind}, not an object", True)]
+    role = record.get("role")
+    if not isinstance(role, str) or not role:
+        keys = ", ".join(sorted(map(str, record))[:8]) or "none"
+        return None, [where.problem("missing_role", f"record has no role (keys: {keys})", True)]
+    problems: list[Problem] = []
+    kept = dict(extra or {})
+    columns = _columns(record, kept, problems, where)
+    columns["timestamp"] = _timestamp(record.get("timestamp"), tz, kept, problems, where)
+    _tool_name(record, role, columns, kept)
+    for key, value in record.items():
+        if key not in _KNOWN:
+            kept[key] = value
+    return LegacyMessage(role=role, extra=kept, line=where.line, **columns), problems
+
+
+def _columns(
+    record: dict[str, Any], extra: dict[str, Any], problems: list[Problem], where: Where
+) -> dict[str, Any]:
+    """Return the column values of a record; a value of the wrong type moves to extra["original_<key>"]."""
+    columns: dict[str, Any] = {key: record.get(key) for key in JSON_COLUMNS}
+    checks = {"content": _is_content, "tool_calls": _is_list, "token_count": _is_int64}
+    checks.update({key: _is_text for key in TEXT_COLUMNS})
+    for key, fits in checks.items():
+        value = record.get(key)
+        if value is None or fits(value):
+            columns[key] = value
+            continue
+        extra[f"original_{key}"] = value
+        textual = key == "content" or key in TEXT_COLUMNS
+        columns[key] = json_text(value) if textual else None
+        stored = "its JSON text is stored" if textual else "the column is left empty"
+        kept = f"the value is kept in extra['original_{key}']"
+        detail = f"{key} is a JSON {type(value).__name__}; {stored}, {kept}"
+        problems.append(where.problem("wrong_type", detail))
+    return columns
+
+
+def _is_content(value: Any) -> bool:
+    return isinstance(value, (str, list))
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_int64(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
+
+
+def _timestamp(
+    value: Any, tz: tzinfo | None, extra: dict[str, Any], problems: list[Problem], where: Where
+) -> float | None:
+    """Return epoch seconds for a message's timestamp; an unreadable one is reported and kept in extra."""
+    if value is None:
+        return None
+    seconds = parse_timestamp(value, tz)
+    if seconds is None:
+        extra["original_timestamp"] = value
+        problems.append(where.problem("bad_timestamp", f"timestamp {value!r:.80} is not a time; left empty"))
+    return seconds
+
+
+def _tool_name(record: dict[str, Any], role: str, columns: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Use a tool row's `name` as its tool name; keep `name` in extra when it says anything else."""
+    name = record.get("name")
+    if name is None:
+        return
+    if role == "tool" and columns["tool_name"] is None and isinstance(name, str):
+        columns["tool_name"] = name
+    elif name != columns["tool_name"]:
+        extra["name"] = name
+
+
+def fill_tool_names(messages: list[LegacyMessage]) -> list[LegacyMessage]:
+    """Give tool rows without a name the name of the assistant tool call with the same id."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.tool_calls or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str) and isinstance(call.get("id"), str):
+                names.setdefault(call["id"], name)
+    return [
+        replace(m, tool_name=names[m.tool_call_id])
+        if m.role == "tool" and m.tool_name is None and m.tool_call_id in names
+        else m
+        for m in messages
+    ]

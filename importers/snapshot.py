@@ -1,0 +1,110 @@
+"""Read whole-object session files: `session_{id}.json` snapshots, /save files and ShareGPT logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any
+
+from importers.build import build_session, platform_source
+from importers.messages import Where, normalise_message
+from importers.records import SOURCE_FROM_SNAPSHOT, LegacyMessage, LegacySession, Problem
+from importers.sharegpt import convert_conversations
+from importers.text import read_document
+from importers.timestamps import parse_timestamp
+
+SNAPSHOT_FALLBACK_SOURCE = "cli"  # snapshots, /save files and logs came from the agent, mostly the CLI
+SAVE_PREFIX = "hermes_conversation_"
+
+
+def read_snapshot(
+    path: Path, file: str, tz: tzinfo | None = None, fallback_source: str | None = None
+) -> Iterator[LegacySession | Problem]:
+    """Yield the problems of a snapshot, /save or ShareGPT file, then its session."""
+    document = read_document(path, file)
+    yield from document.problems
+    if document.state == "invalid":
+        return
+    value = document.value if document.state == "ok" else {}
+    if not isinstance(value, dict):
+        detail = f"file holds a JSON {type(value).__name__}, not an object"
+        yield Problem(file, None, "not_object", detail, True)
+        return
+    session_id, kind, extra, problems = _identity(path, file, value)
+    yield from problems
+    key = "conversations" if kind == "sharegpt" else "messages"
+    records = value.get(key)
+    if not isinstance(records, list):
+        if records is not None:
+            detail = f"{key} is a JSON {type(records).__name__}, not a list; kept in the session's extra"
+            yield Problem(file, None, "wrong_type", detail, True)
+        records, key = [], ""
+    if kind == "sharegpt":
+        messages, problems, more = convert_conversations(records, session_id, file)
+        extra.update(more)
+    else:
+        messages, problems = _messages(records, file, tz)
+    yield from problems
+    header = {k: v for k, v in value.items() if k not in (key, "session_id")}
+    yield from _session(header, session_id, file, kind, messages, extra, tz, fallback_source)
+
+
+def _identity(path: Path, file: str, value: dict[str, Any]) -> tuple[str, str, dict[str, Any], list[Problem]]:
+    """Return the session id, kind, first extra entries and problems; the file name's id wins."""
+    inner = value.get("session_id")
+    if path.name.startswith(SAVE_PREFIX):
+        if isinstance(inner, str) and inner:
+            return inner, "save", {}, []
+        # A stable id from the file name, so a re-run never creates the session twice.
+        return "saved_" + path.stem.removeprefix(SAVE_PREFIX), "save", {}, []
+    session_id = path.stem.removeprefix("session_")
+    kind = "sharegpt" if "conversations" in value and "messages" not in value else "snapshot"
+    if inner is None or inner == session_id:
+        return session_id, kind, {}, []
+    detail = f"the file name says {session_id!r}, the file says {inner!r}; the file name's id is used"
+    problem = Problem(file, None, "session_id_mismatch", detail)
+    return session_id, kind, {"snapshot_session_id": inner}, [problem]
+
+
+def _messages(records: list[Any], file: str, tz: tzinfo | None) -> tuple[list[LegacyMessage], list[Problem]]:
+    """Normalise a snapshot's messages list."""
+    messages: list[LegacyMessage] = []
+    problems: list[Problem] = []
+    for position, record in enumerate(records, 1):
+        message, found = normalise_message(record, Where(file, None, position), tz)
+        problems.extend(found)
+        if message is not None:
+            messages.append(message)
+    return messages, problems
+
+
+def _session(
+    header: dict[str, Any],
+    session_id: str,
+    file: str,
+    kind: str,
+    messages: list[LegacyMessage],
+    extra: dict[str, Any],
+    tz: tzinfo | None,
+    fallback: str | None,
+) -> Iterator[LegacySession | Problem]:
+    """Yield the notices, then the session with the header's fields; every other key goes to extra."""
+    fields: dict[str, Any] = {}
+    for key in ("model", "system_prompt"):
+        if isinstance(header.get(key), str):
+            fields[key] = header.pop(key)
+    started = parse_timestamp(header.get("session_start"), tz)
+    if started is not None:
+        fields["started_at"] = started
+        del header["session_start"]
+    elif header.get("session_start") is not None:
+        detail = f"session_start {header['session_start']!r:.80} is not a time; kept in the session's extra"
+        yield Problem(file, None, "bad_timestamp", detail)
+    named = platform_source(header.get("platform"))
+    if named is not None:
+        del header["platform"]
+    source = (named, SOURCE_FROM_SNAPSHOT, fallback or SNAPSHOT_FALLBACK_SOURCE)
+    session, problems = build_session(session_id, file, kind, messages, source, fields, {**header, **extra})
+    yield from problems
+    yield session

@@ -1,0 +1,147 @@
+"""Read legacy files as bytes: split lines, fall back from UTF-8 to cp1252, parse JSON, report what failed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from importers.records import Problem
+
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    """One line of a JSONL file that parsed as JSON (any JSON value, not only objects)."""
+
+    number: int  # 1-based
+    value: Any
+
+
+@dataclass(frozen=True)
+class Document:
+    """A whole-object JSON file: its value, or why there is none."""
+
+    value: Any
+    state: str  # "ok", "empty" (0 bytes or only whitespace) or "invalid"
+    problems: tuple[Problem, ...] = ()
+
+
+class JsonError(ValueError):
+    """Bytes that are not JSON, even after the encoding fallbacks."""
+
+    def __init__(self, message: str, codec: str) -> None:
+        super().__init__(message)
+        self.codec = codec
+
+
+def decode(raw: bytes) -> tuple[str, str]:
+    """Decode bytes as UTF-8, else cp1252, else latin-1 (never fails); return the text and the codec."""
+    for codec in ("utf-8", "cp1252"):
+        try:
+            return raw.decode(codec), codec
+        except UnicodeDecodeError:
+            pass
+    return raw.decode("latin-1"), "latin-1"
+
+
+def parse_json(raw: bytes) -> tuple[Any, str]:
+    """Parse JSON bytes (BOM already stripped); return the value and the codec used, or raise JsonError."""
+    try:
+        return orjson.loads(raw), "utf-8"
+    except orjson.JSONDecodeError as exc:
+        first = exc
+    text, codec = decode(raw)
+    try:
+        # The stdlib parser also takes what Python's json.dumps wrote and orjson refuses
+        # (NaN/Infinity, lone surrogate escapes, integers wider than 64 bits) and, with
+        # strict=False, raw control characters inside strings that other writers left.
+        return json.loads(text, strict=False), codec
+    except (ValueError, RecursionError):
+        raise JsonError(str(first), codec) from None
+
+
+def iter_json_lines(path: Path, file: str) -> Iterator[JsonLine | Problem]:
+    """Yield each line of a JSONL file as a JsonLine, or a Problem for blank and unparsable lines."""
+    codecs: dict[str, list[int]] = {}
+    pending: tuple[int, bytes] | None = None
+    blanks: list[Problem] = []
+    with path.open("rb") as handle:
+        for number, raw in _split_lines(handle):
+            if not raw.strip():
+                blanks.append(Problem(file, number, "blank_line", "blank line skipped"))
+                continue
+            if pending is not None:
+                yield _parse_line(file, *pending, codecs, last=False)
+            yield from blanks
+            blanks.clear()
+            pending = (number, raw)
+    if pending is not None:
+        yield _parse_line(file, *pending, codecs, last=True)
+    yield from blanks
+    decoding = decoding_problem(file, codecs)
+    if decoding is not None:
+        yield decoding
+
+
+def _split_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based number, line) split on b"\\n", without the CRLF "\\r" and without a BOM."""
+    for number, raw in enumerate(handle, 1):
+        line = raw.removesuffix(b"\n").removesuffix(b"\r")
+        # A BOM can also open a later line where files were concatenated.
+        yield number, line.removeprefix(BOM)
+
+
+def _parse_line(
+    file: str, number: int, raw: bytes, codecs: dict[str, list[int]], last: bool
+) -> JsonLine | Problem:
+    """Parse one non-blank line; a failure on the last line means the writer died mid-line."""
+    try:
+        value, codec = parse_json(raw)
+    except JsonError as exc:
+        codec, value = exc.codec, exc
+    if codec != "utf-8":
+        codecs.setdefault(codec, []).append(number)
+    if not isinstance(value, JsonError):
+        return JsonLine(number, value)
+    kind = "truncated_line" if last else "invalid_json"
+    cause = "last line is cut off" if last else "not valid JSON"
+    return Problem(file, number, kind, f"{cause} ({value}); {len(raw)} bytes: {_preview(raw)}", True)
+
+
+def _preview(raw: bytes) -> str:
+    """Return the start of a bad line, short enough for a report."""
+    text = decode(raw[:60])[0]
+    return repr(text + ("..." if len(raw) > 60 else ""))
+
+
+def decoding_problem(file: str, codecs: dict[str, list[int]]) -> Problem | None:
+    """Return one notice for the lines of a file that were not UTF-8, or None when all were."""
+    if not codecs:
+        return None
+    numbers = sorted(n for lines in codecs.values() for n in lines)
+    counts = ", ".join(f"{len(lines)} as {codec}" for codec, lines in sorted(codecs.items()))
+    shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+    detail = f"{len(numbers)} line(s) were not UTF-8 and were decoded ({counts}): lines {shown}"
+    return Problem(file, numbers[0], "decoded_cp1252", detail)
+
+
+def read_document(path: Path, file: str) -> Document:
+    """Read a whole-object JSON file (BOM and encoding fallbacks included)."""
+    raw = path.read_bytes().removeprefix(BOM)
+    if not raw.strip():
+        return Document(None, "empty", (Problem(file, None, "empty_file", "file is empty"),))
+    try:
+        value, codec = parse_json(raw)
+    except JsonError as exc:
+        problem = Problem(file, None, "invalid_json", f"file is not valid JSON ({exc})", True)
+        return Document(None, "invalid", (problem,))
+    if codec == "utf-8":
+        return Document(value, "ok")
+    detail = f"file is not UTF-8; decoded as {codec}"
+    return Document(value, "ok", (Problem(file, None, "decoded_cp1252", detail),))

@@ -1,0 +1,51 @@
+"""Turn the timestamps legacy files hold (ISO text, epoch numbers, numeric text) into epoch seconds."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, tzinfo
+from typing import Any
+
+# Only plain decimal numbers: float() would also take "nan", "inf" and "1_000".
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_FRACTION = re.compile(r"(?<=:\d\d)\.(\d+)")
+
+
+def parse_timestamp(value: Any, tz: tzinfo | None = None) -> float | None:
+    """Return epoch seconds for an ISO string, an epoch number or a numeric string, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return _finite(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if _NUMBER.fullmatch(text):
+        return _finite(text)
+    return _iso_seconds(text, tz)
+
+
+def _finite(value: int | float | str) -> float | None:
+    """Return value as a finite float, or None when it overflows or is not finite."""
+    try:
+        number = float(value)
+    except (OverflowError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _iso_seconds(text: str, tz: tzinfo | None) -> float | None:
+    """Return epoch seconds for ISO 8601 text; naive times are local time, or in `tz` when given."""
+    # Python 3.10's fromisoformat takes neither a "Z" nor fractions other than 3 or 6 digits.
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
+    try:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None and tz is not None:
+            moment = moment.replace(tzinfo=tz)
+        return moment.timestamp()
+    except (ValueError, OverflowError, OSError):
+        # OverflowError/OSError: years the platform's mktime cannot place (year 1 or 9999 naive).
+        return None

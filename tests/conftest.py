@@ -1,0 +1,32 @@
+"""Shared fixtures: every test gets its own HERMES_HOME and a real state.db in tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes_state_tools import SessionDB
+
+
+@pytest.fixture(autouse=True)
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HERMES_HOME into tmp_path so no test can touch the real ~/.hermes."""
+    home = tmp_path / "hermes_home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[SessionDB]:
+    store = SessionDB(db_path)
+    try:
+        yield store
+    finally:
+        store.close()

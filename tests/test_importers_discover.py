@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from importers.discover import discover, file_shape
+
+HOME = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "home"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(HOME, tmp_path / "hermes home"))
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        ("sessions.json", "index"),
+        ("20260310_184211_a1c4e9b2.jsonl", "jsonl"),
+        ("session_20260310_184211_a1c4e9b2.json", "snapshot"),
+        ("hermes_conversation_20260301_101010.json", "save"),
+        (".sessions_abc.tmp", None),
+        ("request_dump_x.json", None),
+        ("payload_1.jsonl", None),
+        ("notes.txt", None),
+        ("sessions.json.bak", None),
+    ],
+)
+def test_file_shape(name, shape):
+    assert file_shape(Path(name)) == shape
+
+
+def test_hermes_home(home):
+    files, problems = discover([home])
+    assert files == [
+        home / "sessions" / "20260201_090000_aaaaaaaa.jsonl",
+        home / "sessions" / "saved" / "hermes_conversation_20260201_100000.json",
+    ]
+    skipped = {Path(p.file).name: p for p in problems if p.kind == "skipped_file"}
+    assert set(skipped) == {
+        ".sessions_abc.tmp",
+        "request_dump_20260201.json",
+        "notes.txt",
+        "payload_20260201.jsonl",
+        "gateway.log",
+    }
+    assert all(p.line is None and not p.failure for p in problems)
+    assert "dump of one API request" in skipped["request_dump_20260201.json"].detail
+
+
+def test_profiles_are_named_with_the_command_to_import_them(home):
+    [profile] = [p for p in discover([home])[1] if p.kind == "profile_skipped"]
+    target = home / "profiles" / "work"
+    assert profile.file == str(target)
+    assert f"hermes-state --db '{target}/state.db' import-jsonl '{target}'" in profile.detail
+    assert not profile.failure
+
+
+def test_a_profile_folder_is_a_home_of_its_own(home):
+    files, problems = discover([home / "profiles" / "work"])
+    assert files == [home / "profiles" / "work" / "sessions" / "20260202_090000_bbbbbbbb.jsonl"]
+    assert problems == []
+
+
+def test_several_paths_are_deduplicated_and_sorted_index_first(home):
+    (home / "sessions" / "sessions.json").write_text("{}")
+    single = home / "sessions" / "20260201_090000_aaaaaaaa.jsonl"
+    files, problems = discover([single, home / "sessions", home, home / "sessions" / ".." / "sessions"])
+    assert files == [
+        home / "sessions" / "sessions.json",
+        single,
+        home / "sessions" / "saved" / "hermes_conversation_20260201_100000.json",
+    ]
+    assert len([p for p in problems if p.kind == "skipped_file" and p.file.endswith("notes.txt")]) == 1
+
+
+def test_missing_path_is_a_failure(tmp_path):
+    files, [problem] = discover([tmp_path / "nope"])
+    assert (files, problem.kind, problem.failure, problem.file) == (
+        [],
+        "missing_path",
+        True,
+        str(tmp_path / "nope"),
+    )
+
+
+def test_a_noise_file_named_directly_is_skipped(home):
+    files, [problem] = discover([home / "logs" / "payload_20260201.jsonl"])
+    assert (files, problem.kind, problem.failure) == ([], "skipped_file", False)
+
+
+def test_other_folders_in_a_sessions_folder_are_reported(tmp_path):
+    (tmp_path / "archive").mkdir()
+    files, [problem] = discover([tmp_path])
+    assert (files, problem.kind, problem.file) == ([], "skipped_file", str(tmp_path / "archive"))
