@@ -30,3 +30,9 @@ def db(db_path: Path) -> Iterator[SessionDB]:
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def s1(db: SessionDB) -> str:
+    """A plain cli session called "s1" in the `db` store."""
+    return db.create_session("s1", "cli")

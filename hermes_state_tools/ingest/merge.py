@@ -40,9 +40,15 @@ class Existing:
 
 @dataclass
 class _Slot:
-    key: Key
+    key: Key | None  # computed only when another copy has to be aligned against this one
     timestamp: float | None  # fixed: an existing row's time; new: the recorded time (or None)
     message: LegacyMessage | None = None  # None for rows already in the database
+
+    def identity(self) -> Key:
+        if self.key is None:
+            assert self.message is not None
+            self.key = _key_of(self.message)
+        return self.key
 
 
 @dataclass
@@ -65,27 +71,36 @@ def _key_of(message: LegacyMessage) -> Key:
     return message_key(message.role, message.content, message.tool_call_id, message.tool_calls, generated)
 
 
-def _merge_messages(existing: Existing | None, copies: list[LegacySession]) -> tuple[list[_Slot], int]:
-    slots = [
+def _existing_slots(existing: Existing | None) -> list[_Slot]:
+    return [
         _Slot(message_key(m.role, m.content, m.tool_call_id, m.tool_calls), m.timestamp)
         for m in (existing.messages if existing else ())
     ]
+
+
+def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int]:
+    """Slots with the copy's missing messages inserted in place; returns them and how many were present."""
+    if not slots:  # nothing to align against (the usual case: a session new to the database)
+        return [_Slot(None, m.timestamp, m) for m in incoming], 0
+    matched = align([s.identity() for s in slots], [_key_of(m) for m in incoming])
+    additions: dict[int, list[_Slot]] = {}
+    for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
+        if index is None:
+            additions.setdefault(point, []).append(_Slot(None, message.timestamp, message))
+    merged: list[_Slot] = []
+    for position in range(len(slots) + 1):
+        merged += additions.get(position, [])
+        if position < len(slots):
+            merged.append(slots[position])
+    return merged, sum(index is not None for index in matched)
+
+
+def _merge_messages(existing: Existing | None, copies: list[LegacySession]) -> tuple[list[_Slot], int]:
+    slots = _existing_slots(existing)
     duplicates = 0
     for copy in copies:
-        incoming = list(copy.messages)
-        matched = align([s.key for s in slots], [_key_of(m) for m in incoming])
-        duplicates += copy.duplicates_skipped + sum(index is not None for index in matched)
-        points = insertion_points(matched)
-        additions: dict[int, list[_Slot]] = {}
-        for message, index, point in zip(incoming, matched, points, strict=True):
-            if index is None:
-                additions.setdefault(point, []).append(_Slot(_key_of(message), message.timestamp, message))
-        merged: list[_Slot] = []
-        for position in range(len(slots) + 1):
-            merged += additions.get(position, [])
-            if position < len(slots):
-                merged.append(slots[position])
-        slots = merged
+        slots, present = _merge_copy(slots, list(copy.messages))
+        duplicates += copy.duplicates_skipped + present
     return slots, duplicates
 
 
@@ -160,12 +175,11 @@ def _fill_row(existing: Existing, copies: list[LegacySession]) -> dict[str, Any]
 
 
 def plan_session(session_id: str, copies: list[LegacySession], existing: Existing | None,
-                 fallback_start: float) -> SessionPlan:
+                 fallback_start: float, end_hint: float | None = None) -> SessionPlan:
     """What importing these copies of one session would change in the database."""
     copies = sorted(copies, key=lambda c: KIND_ORDER.get(c.kind, 9))
     slots, duplicates = _merge_messages(existing, [c for c in copies if c.has_messages])
     start_hint = _first(copies, "started_at")
-    end_hint = next((c.extra.get("last_updated_epoch") for c in copies if c.extra.get("last_updated_epoch")), None)
     times = _timestamps(slots, (start_hint, end_hint), start_hint or fallback_start)
     inserts = [(s.message, t, i) for i, (s, t) in enumerate(zip(slots, times, strict=True)) if s.message is not None]
     assert all(t is not None for _, t, _ in inserts)

@@ -10,14 +10,18 @@ rolls back rows, index and trigger together.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from importers.records import Problem
 
 from .. import counters, extras, jsonutil, titles
 from ..schema import SESSION_FIELDS, TRIGGERS
-from .merge import Existing, ExistingMessage, SessionPlan
+from .existing import fingerprint
+
+if TYPE_CHECKING:
+    from .prepare import Prepared
+    from .units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
 _MESSAGE_COLUMNS = (
@@ -29,52 +33,24 @@ _INSERT_MESSAGE = (
 )
 
 
-def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
-    """The session row and its messages as alignment needs them, or None when it is not stored."""
-    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        return None
-    messages = conn.execute(
-        "SELECT id, role, content, tool_call_id, tool_calls, timestamp FROM messages WHERE session_id = ? "
-        "ORDER BY timestamp, id", (session_id,)
-    )
-    return Existing(dict(row), tuple(
-        ExistingMessage(m[0], m[1], m[2], m[3], jsonutil.loads_or_raw(m[4]) if m[4] else None, m[5])
-        for m in messages
-    ))
-
-
-def _text(value: Any, problems: list[Problem], where: str) -> Any:
-    """Strings SQLite can store: a lone surrogate (invalid UTF-8) becomes U+FFFD, reported."""
-    if not isinstance(value, str):
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        problems.append(Problem(where, None, "lone_surrogate",
-                                "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"))
+def _without_surrogates(value: Any) -> Any:
+    """A lone UTF-16 surrogate cannot be stored as UTF-8: it becomes U+FFFD."""
+    if isinstance(value, str):
         return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
     return value
 
 
-def _json_column(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return jsonutil.dumps(value)
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple], problems: list[Problem]) -> None:
+    try:
+        conn.executemany(_INSERT_MESSAGE, rows)
+    except UnicodeEncodeError:
+        # Rare: some text held a lone surrogate. executemany inserted nothing; clean and retry.
+        problems.append(Problem("(import)", None, "lone_surrogate",
+                                "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"))
+        conn.executemany(_INSERT_MESSAGE, [tuple(_without_surrogates(v) for v in row) for row in rows])
 
 
-def _message_row(session_id: str, message: Any, timestamp: float, problems: list[Problem]) -> tuple:
-    where = f"session {session_id}"
-    return (
-        session_id, message.role, _text(jsonutil.encode_content(message.content), problems, where),
-        message.tool_call_id, _text(_json_column(message.tool_calls), problems, where), message.tool_name,
-        timestamp, message.token_count, message.finish_reason, _text(message.reasoning, problems, where),
-        _text(_json_column(message.reasoning_details), problems, where),
-        _text(_json_column(message.codex_reasoning_items), problems, where),
-    )
-
-
-def _unique_title(conn: sqlite3.Connection, plan: SessionPlan, title: str) -> str:
+def _unique_title(conn: sqlite3.Connection, plan: Prepared, title: str) -> str:
     holder = conn.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, plan.session_id)).fetchone()
     if holder is None:
         return title
@@ -84,7 +60,7 @@ def _unique_title(conn: sqlite3.Connection, plan: SessionPlan, title: str) -> st
     return renamed
 
 
-def _parent_or_none(conn: sqlite3.Connection, plan: SessionPlan, parent: Any) -> Any:
+def _parent_or_none(conn: sqlite3.Connection, plan: Prepared, parent: Any) -> Any:
     if parent is None or conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone():
         return parent
     # The parent may come later in this import: the link is kept in extra data and restored
@@ -93,7 +69,7 @@ def _parent_or_none(conn: sqlite3.Connection, plan: SessionPlan, parent: Any) ->
     return None
 
 
-def _write_session_row(conn: sqlite3.Connection, plan: SessionPlan) -> None:
+def _write_session_row(conn: sqlite3.Connection, plan: Prepared) -> None:
     row = dict(plan.row)
     if row.get("title"):
         row["title"] = _unique_title(conn, plan, row["title"])
@@ -101,8 +77,10 @@ def _write_session_row(conn: sqlite3.Connection, plan: SessionPlan) -> None:
         row["parent_session_id"] = _parent_or_none(conn, plan, row["parent_session_id"])
     if isinstance(row.get("model_config"), (dict, list)):
         row["model_config"] = jsonutil.dumps(row["model_config"])
-    row = {k: _text(v, plan.problems, f"session {plan.session_id}") for k, v in row.items() if k in SESSION_FIELDS}
-    if plan.create:
+    row = {k: _without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
+    if plan.create:  # counters straight from the plan; existing sessions are recounted in SQL
+        row["message_count"] = len(plan.rows)
+        row["tool_call_count"] = plan.tool_calls
         names = ", ".join(row)
         conn.execute(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
     elif row:
@@ -110,35 +88,38 @@ def _write_session_row(conn: sqlite3.Connection, plan: SessionPlan) -> None:
         conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*row.values(), plan.session_id))
 
 
-def _write_messages(conn: sqlite3.Connection, plan: SessionPlan) -> None:
-    rows = [_message_row(plan.session_id, m, t, plan.problems) for m, t, _ in plan.inserts]
-    first = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] + 1
-    conn.executemany(_INSERT_MESSAGE, rows)
-    # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT only grows.
-    message_extra = [(first + n, plan.session_id, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra]
-    extras.put_message_extras(conn, message_extra)
+def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
+                replan: Callable[[sqlite3.Connection, Unit], Prepared | None]) -> list[Prepared]:
+    """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
 
-
-def apply_plans(conn: sqlite3.Connection, plans: Iterable[SessionPlan]) -> None:
-    """Write plans inside the caller's transaction, FTS indexed in one pass at the end."""
-    first_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] + 1
+    A session that changed since it was planned (another process wrote to it, or an earlier
+    session of this batch was the same one) is planned again against what is there now.
+    """
+    first_id = next_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] + 1
     has_trigger = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_INSERT_TRIGGER,)
     ).fetchone() is not None
     if has_trigger:
         conn.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")
-    touched = []
-    for plan in plans:
-        _write_session_row(conn, plan)
-        if plan.inserts:
-            _write_messages(conn, plan)
-        extras.merge_session_extra(conn, plan.session_id, plan.session_extra)
-        touched.append(plan.session_id)
+    written: list[Prepared] = []
+    for planned in batch:
+        item = planned if fingerprint(conn, planned.session_id) == planned.fingerprint else replan(conn, planned.unit)
+        if item is None or not (item.changes or item.session_extra):
+            written += [item] if item is not None else []
+            continue
+        _write_session_row(conn, item)
+        extras.merge_session_extra(conn, item.session_id, item.session_extra)
+        # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
+        _insert_rows(conn, item.rows, item.problems)
+        extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
+        next_id += len(item.rows)
+        written.append(item)
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
                      (first_id,))
         conn.execute(TRIGGERS[_INSERT_TRIGGER])
-    counters.recount(conn, touched)
+    counters.recount(conn, [item.session_id for item in written if not item.create])
+    return written
 
 
 def restore_parent_links(conn: sqlite3.Connection) -> list[str]:

@@ -1,0 +1,34 @@
+"""What the database already holds for one session: the merge's starting point."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .. import jsonutil
+from .merge import Existing, ExistingMessage
+
+Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
+
+
+def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
+    """The session row and its messages as alignment needs them, or None when it is not stored."""
+    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    messages = conn.execute(
+        "SELECT id, role, content, tool_call_id, tool_calls, timestamp FROM messages WHERE session_id = ? "
+        "ORDER BY timestamp, id", (session_id,)
+    )
+    return Existing(dict(row), tuple(
+        ExistingMessage(m[0], m[1], m[2], m[3], jsonutil.loads_or_raw(m[4]) if m[4] else None, m[5])
+        for m in messages
+    ))
+
+
+def fingerprint(conn: sqlite3.Connection | None, session_id: str) -> Fingerprint:
+    if conn is None or conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        return None
+    count, highest = conn.execute(
+        "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return (count, highest)

@@ -1,0 +1,98 @@
+"""Prepared sessions: a plan turned into ready-to-insert rows, small to send between processes.
+
+Planning reads the database (what the session already holds), so a prepared session
+remembers what it saw (`fingerprint`); the writer re-plans any session that changed
+between planning and its write transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from importers.records import LegacySession, Problem
+
+from .. import jsonutil
+from ..messages import tool_call_increment
+from .existing import Fingerprint, fingerprint, load_existing
+from .merge import SessionPlan, plan_session
+from .units import Unit
+
+BATCH_MESSAGES = 4000  # rows per write transaction: long enough to amortise a commit, short enough
+BATCH_SESSIONS = 400   # that a concurrent Hermes writer waits a fraction of a second at most
+
+
+@dataclass
+class Prepared:
+    session_id: str
+    create: bool
+    row: dict[str, Any]
+    session_extra: dict[str, Any]
+    rows: list[tuple]  # messages rows in INSERT column order
+    message_extras: list[tuple[int, dict[str, Any]]]  # (index into rows, extra data)
+    tool_calls: int
+    duplicates: int
+    fingerprint: Fingerprint
+    unit: Unit  # without its copies: enough to re-read and re-plan
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        return self.create or bool(self.rows or self.row)
+
+
+def _json_column(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return jsonutil.dumps(value)
+
+
+def _rows(plan: SessionPlan) -> list[tuple]:
+    sid = plan.session_id
+    return [
+        (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls), m.tool_name,
+         timestamp, m.token_count, m.finish_reason, m.reasoning, _json_column(m.reasoning_details),
+         _json_column(m.codex_reasoning_items))
+        for m, timestamp, _ in plan.inserts
+    ]
+
+
+def _wanted(unit: Unit, existing: bool) -> bool:
+    """An empty transcript becomes a session only with an index entry to describe it; an index entry
+    alone (its transcript gone) or an empty file alone has nothing to build one from, unless the session
+    is already stored. An exported session is always a session, messages or not."""
+    if existing or any(c.messages for c in unit.copies) or any(c.kind == "export" for c in unit.copies):
+        return True
+    return bool(unit.copies) and unit.index_entry is not None
+
+
+def prepare(conn: sqlite3.Connection | None, unit: Unit) -> Prepared | None:
+    """Plan one unit against the database as it is now; None when there is nothing to write."""
+    existing = load_existing(conn, unit.session_id) if conn is not None else None
+    if not _wanted(unit, existing is not None):
+        return None
+    copies: list[LegacySession] = unit.copies + ([unit.index_entry] if unit.index_entry else [])
+    plan = plan_session(unit.session_id, copies, existing, unit.fallback_start, unit.end_hint)
+    shell = Unit(unit.session_id, [], unit.files, unit.fallback_start, unit.end_hint, unit.index_entry)
+    return Prepared(
+        session_id=plan.session_id, create=plan.create, row=plan.row, session_extra=plan.session_extra,
+        rows=_rows(plan), message_extras=[(n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra],
+        tool_calls=sum(tool_call_increment(m.role, m.tool_calls) for m, _, _ in plan.inserts),
+        duplicates=plan.duplicates, problems=plan.problems, unit=shell, fingerprint=fingerprint(conn, unit.session_id),
+    )
+
+
+def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:
+    """Group prepared sessions into write transactions of bounded size."""
+    batch: list[Prepared] = []
+    size = 0
+    for item in prepared:
+        batch.append(item)
+        size += len(item.rows) + item.duplicates
+        if size >= BATCH_MESSAGES or len(batch) >= BATCH_SESSIONS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch

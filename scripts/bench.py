@@ -1,0 +1,178 @@
+"""Benchmarks, each as a ratio against a baseline measured in the same run (these machines are noisy).
+
+    python scripts/bench.py                 # 2,000 sessions / ~200,000 messages, plus RSS at 4x
+    python scripts/bench.py --sessions 200  # a quick run
+
+1. import: `hermes-state import-jsonl` end to end (process start to exit, FTS complete) on a
+   generated corpus of gateway JSONL transcripts, against the raw SQLite bulk limit: the same
+   rows, pre-parsed, inserted in one transaction with the FTS triggers dropped, then one FTS
+   `rebuild`. Ratio = baseline time / import time (1.0 = as fast as the bulk limit).
+2. memory: peak RSS of the import process at 1x and 4x the corpus (flat means streaming).
+3. export: `hermes-state export` of the whole database against a bare SELECT of the same rows
+   serialised with orjson. Ratio = baseline time / export time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from hermes_state_tools.schema import TRIGGERS, schema_statements
+
+WORDS = [
+    "the", "deploy", "build", "docker", "config", "server", "staging", "prod", "error", "retry", "cache",
+    "token", "session", "agent", "memory", "query", "index", "table", "worker", "queue", "timeout",
+    "latency", "disk", "usage", "kernel", "network", "route",
+]
+START = dt.datetime(2026, 3, 1, 9, 0, 0)
+
+
+def _text(rng: random.Random, chars: int) -> str:
+    out, size = [], 0
+    while size < chars:
+        word = rng.choice(WORDS)
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)
+
+
+def _length(rng: random.Random) -> int:
+    if rng.random() < 0.03:
+        return rng.randint(5_000, 20_000)  # a big tool output
+    return max(20, int(rng.lognormvariate(5.7, 0.6)))  # median ~300 characters
+
+
+def _session_lines(rng: random.Random, index: int, messages: int) -> tuple[str, list[dict]]:
+    started = START + dt.timedelta(minutes=index * 7)
+    sid = started.strftime("%Y%m%d_%H%M%S_") + f"{index:08x}"
+    lines: list[dict] = [{"role": "session_meta", "model": "anthropic/claude-opus-4.6", "platform": "telegram",
+                          "timestamp": started.isoformat()}]
+    clock = started
+    for n in range(messages):
+        clock += dt.timedelta(seconds=rng.randint(1, 90))
+        role = ("user", "assistant", "assistant", "tool")[n % 4]
+        line: dict = {"role": role, "content": _text(rng, _length(rng)), "timestamp": clock.isoformat()}
+        if role == "assistant" and n % 4 == 1:
+            line["tool_calls"] = [{"id": f"call_{index}_{n}", "type": "function",
+                                   "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}]
+        if role == "tool":
+            line["tool_call_id"] = f"call_{index}_{n - 2}"
+        lines.append(line)
+    return sid, lines
+
+
+def make_corpus(folder: Path, sessions: int, per_session: int, seed: int = 7) -> list[tuple[str, list[dict]]]:
+    """Write `{id}.jsonl` files; returns the parsed lines (the baseline's pre-parsed rows)."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    corpus = []
+    for index in range(sessions):
+        sid, lines = _session_lines(rng, index, per_session)
+        (folder / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+        corpus.append((sid, lines))
+    return corpus
+
+
+def bulk_limit(db: Path, corpus: list[tuple[str, list[dict]]]) -> float:
+    """Seconds for the raw bulk insert of pre-parsed rows (triggers dropped, one FTS rebuild)."""
+    sessions, messages = [], []
+    for sid, lines in corpus:
+        meta, rest = lines[0], lines[1:]
+        stamp = dt.datetime.fromisoformat(meta["timestamp"]).timestamp()
+        sessions.append((sid, "telegram", meta["model"], stamp))
+        for line in rest:
+            calls = orjson.dumps(line["tool_calls"]).decode() if "tool_calls" in line else None
+            messages.append((sid, line["role"], line["content"], line.get("tool_call_id"), calls,
+                             dt.datetime.fromisoformat(line["timestamp"]).timestamp()))
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    for statement in schema_statements():
+        conn.execute(statement)
+    began = time.perf_counter()
+    conn.execute("BEGIN")
+    for name in TRIGGERS:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.executemany("INSERT INTO sessions (id, source, model, started_at) VALUES (?, ?, ?, ?)", sessions)
+    conn.executemany("INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, timestamp) "
+                     "VALUES (?, ?, ?, ?, ?, ?)", messages)
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+    conn.execute("COMMIT")
+    elapsed = time.perf_counter() - began
+    conn.close()
+    return elapsed
+
+
+# A small parent runs the command and reports its peak RSS: a child forked straight from this
+# (large) benchmark process would count this process's memory as its own until it execs.
+_MEASURE = """
+import os, resource, subprocess, sys, time
+began = time.perf_counter()
+code = subprocess.call([sys.executable, "-m", "hermes_state_tools", *sys.argv[1:]], stdout=subprocess.DEVNULL)
+print(time.perf_counter() - began, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)
+"""
+
+
+def run_cli(args: list[str]) -> tuple[float, int]:
+    """Seconds (process start to exit) and peak RSS (KiB) of one `hermes-state` run."""
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *args], capture_output=True, text=True, check=True)
+    elapsed, rss, code = out.stdout.split()
+    if int(code) not in (0, 1):
+        raise SystemExit(f"hermes-state {' '.join(args)} exited {code}: {out.stderr}")
+    return float(elapsed), int(rss)
+
+
+def export_baseline(db: Path, out: Path) -> float:
+    """Seconds for a bare SELECT of every session and message row, serialised with orjson."""
+    began = time.perf_counter()
+    conn = sqlite3.connect(str(db))
+    with open(out, "wb") as handle:
+        for table in ("sessions", "messages"):
+            cursor = conn.execute(f"SELECT * FROM {table}")
+            names = [d[0] for d in cursor.description]
+            for row in cursor:
+                handle.write(orjson.dumps(dict(zip(names, row, strict=True))) + b"\n")
+    conn.close()
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="hermes-state-tools benchmarks (ratios against baselines)")
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--messages-per-session", type=int, default=100)
+    parser.add_argument("--no-scale", action="store_true", help="skip the 4x corpus memory run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
+        root = Path(scratch)
+        corpus = make_corpus(root / "sessions", args.sessions, args.messages_per_session)
+        total = sum(len(lines) - 1 for _, lines in corpus)
+        size = sum(f.stat().st_size for f in (root / "sessions").iterdir())
+        print(f"corpus: {args.sessions:,} sessions, {total:,} messages, {size / 1e6:.0f} MB of JSONL")
+        baseline = bulk_limit(root / "bulk.db", corpus)
+        del corpus
+        imported, rss = run_cli(["--db", str(root / "import.db"), "import-jsonl", str(root / "sessions"),
+                                 "--no-progress", "--json"])
+        print(f"import:  bulk limit {baseline:.2f} s, import-jsonl {imported:.2f} s "
+              f"({total / imported:,.0f} msg/s) -> ratio {baseline / imported:.2f} (target >= 0.8)")
+        exported, _ = run_cli(["--db", str(root / "import.db"), "export", "-o", str(root / "export.jsonl")])
+        select = export_baseline(root / "import.db", root / "select.jsonl")
+        print(f"export:  bare SELECT+orjson {select:.2f} s, export {exported:.2f} s "
+              f"-> ratio {select / exported:.2f} (target >= 0.5)")
+        print(f"memory:  peak RSS at 1x {rss / 1024:.0f} MiB")
+        if not args.no_scale:
+            make_corpus(root / "sessions4x", args.sessions * 4, args.messages_per_session, seed=11)
+            _, rss4 = run_cli(["--db", str(root / "import4x.db"), "import-jsonl", str(root / "sessions4x"),
+                               "--no-progress", "--json"])
+            print(f"memory:  peak RSS at 4x {rss4 / 1024:.0f} MiB (1x {rss / 1024:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main()

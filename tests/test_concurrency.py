@@ -1,0 +1,70 @@
+"""Several real processes sharing one state.db: every write lands once and no lock error escapes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import workers
+
+from hermes_state_tools import SessionDB
+
+WRITERS = 4
+PER_WRITER = 150
+ctx = multiprocessing.get_context("spawn")
+
+
+def test_four_writers_and_a_reader_share_the_file(db_path):
+    with SessionDB(db_path) as db:
+        db.create_session("shared", "cli")
+    ready, start, stop, queue = ctx.Queue(), ctx.Event(), ctx.Event(), ctx.Queue()
+    writers = [ctx.Process(target=workers.append_many, args=(str(db_path), k, PER_WRITER, ready, start, queue))
+               for k in range(WRITERS)]
+    reader = ctx.Process(target=workers.read_until, args=(str(db_path), ready, start, stop, queue))
+    for process in [*writers, reader]:
+        process.start()
+    for _ in range(WRITERS + 1):
+        ready.get(timeout=60)  # every process has opened the store: now they start together
+    start.set()
+    outcomes = [queue.get(timeout=60) for _ in writers]
+    stop.set()
+    outcomes.append(queue.get(timeout=30))
+    for process in [*writers, reader]:
+        process.join(timeout=30)
+
+    failures = [(role, error) for role, _, error in outcomes if error]
+    assert failures == []
+    assert all(process.exitcode == 0 for process in [*writers, reader])
+    results = {role: value for role, value, _ in outcomes}
+    assert results["reader"] >= 1
+
+    with SessionDB(db_path) as db:
+        rows = db._conn.execute("SELECT session_id, content, COUNT(*) FROM messages GROUP BY 1, 2").fetchall()
+        assert all(n == 1 for _, _, n in rows)
+        landed = {(sid, content) for sid, content, _ in rows}
+        expected = {(f"w{k}", f"writer{k} own message {i}") for k in range(WRITERS) for i in range(PER_WRITER)}
+        expected |= {("shared", f"writer{k} shared message {i}") for k in range(WRITERS) for i in range(PER_WRITER)}
+        assert landed == expected
+        for session in db.search_sessions(limit=100):
+            assert session["message_count"] == db.message_count(session["id"])
+        assert db.get_session("shared")["tool_call_count"] == WRITERS * PER_WRITER
+        assert len(db.search_messages("shared", limit=1000)) == WRITERS * PER_WRITER
+
+
+def test_a_long_begin_immediate_in_another_process_only_delays_an_append(db_path):
+    with SessionDB(db_path) as db:
+        db.create_session("shared", "cli")
+        ready = ctx.Event()
+        holder = ctx.Process(target=workers.hold_write_lock, args=(str(db_path), 0.5, ready))
+        holder.start()
+        try:
+            assert ready.wait(30)
+            started = time.monotonic()
+            db.append_message("shared", "user", "waited for the lock")
+            waited = time.monotonic() - started
+        finally:
+            holder.join(timeout=30)
+        assert holder.exitcode == 0
+        assert waited >= 0.3
+        assert [m["content"] for m in db.get_messages("shared")] == ["waited for the lock"]
+        assert db.get_session("shared")["system_prompt"] == "held"

@@ -1,0 +1,64 @@
+"""Process entry points for test_concurrency (a plain module so spawned children can import it)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import traceback
+from typing import Any
+
+
+def _report(queue: Any, role: str, body: Any) -> None:
+    try:
+        queue.put((role, body(), None))
+    except BaseException:
+        queue.put((role, None, traceback.format_exc()))
+
+
+def append_many(path: str, writer: int, count: int, ready: Any, start: Any, queue: Any) -> None:
+    """Append `count` messages to this writer's own session and as many to the shared one."""
+    from hermes_state_tools import SessionDB
+
+    def body() -> int:
+        with SessionDB(path) as db:
+            db.create_session(f"w{writer}", "cli")
+            ready.put(writer)
+            start.wait(30)
+            for i in range(count):
+                db.append_message(f"w{writer}", "user", f"writer{writer} own message {i}")
+                db.append_message("shared", "assistant", f"writer{writer} shared message {i}",
+                                  tool_calls=[{"id": f"{writer}-{i}"}])
+        return count
+
+    _report(queue, f"writer{writer}", body)
+
+
+def read_until(path: str, ready: Any, start: Any, stop: Any, queue: Any) -> None:
+    """Search and list in a loop while the writers run; returns how many rounds it made."""
+    from hermes_state_tools import SessionDB
+
+    def body() -> int:
+        rounds = 0
+        with SessionDB(path) as db:
+            ready.put("reader")
+            start.wait(30)
+            while not stop.is_set() or rounds == 0:
+                db.search_messages("shared")
+                db.search_messages("writer0")
+                db.list_sessions_rich(limit=10)
+                db.get_messages("shared")
+                rounds += 1
+        return rounds
+
+    _report(queue, "reader", body)
+
+
+def hold_write_lock(path: str, seconds: float, ready: Any) -> None:
+    """Take the write lock with BEGIN IMMEDIATE, write, hold it for `seconds`, commit."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE sessions SET system_prompt = 'held' WHERE id = 'shared'")
+    ready.set()
+    time.sleep(seconds)
+    conn.execute("COMMIT")
+    conn.close()
