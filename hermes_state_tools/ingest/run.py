@@ -12,9 +12,11 @@ from typing import Any, Protocol
 from importers import discover
 from importers.records import Problem
 
+from ..backup import backup_database, timestamped_path
 from ..database import refuse_newer
 from ..readonly import open_readonly
 from ..store import SessionDB
+from ..upgrade import pending
 from .prepare import Prepared, prepare
 from .units import ReadLog, Unit, UnitReader
 from .worker import prepared_batches, remote_batches
@@ -39,6 +41,7 @@ class ImportStats:
     messages_imported: int = 0
     messages_skipped_duplicate: int = 0
     files_read: int = 0
+    backup: str | None = None  # taken when the database had to be upgraded first
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -61,7 +64,7 @@ class ImportStats:
             "ok": not self.failed, "dry_run": self.dry_run, "sessions_created": self.sessions_created,
             "sessions_updated": self.sessions_updated, "messages_imported": self.messages_imported,
             "messages_skipped_duplicate": self.messages_skipped_duplicate, "files_read": self.files_read,
-            "problem_counts": kinds, "problems": [p.as_dict() for p in self.problems],
+            "backup": self.backup, "problem_counts": kinds, "problems": [p.as_dict() for p in self.problems],
         }
 
 
@@ -102,7 +105,14 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     if db_path.exists() and db_path.stat().st_size:
         refuse_newer(db_path)
-        open_readonly(db_path).close()  # a non-empty file must already be a Hermes database
+        conn = open_readonly(db_path)  # a non-empty file must already be a Hermes database
+        try:
+            needs_upgrade = pending(conn)
+        finally:
+            conn.close()
+        if needs_upgrade and not dry_run:
+            # Opening for the import upgrades the schema: keep the file as it was first.
+            stats.backup = str(backup_database(db_path, timestamped_path(db_path)).path)
     files, found = discover(paths)
     log.problems += found
     if progress:
