@@ -41,13 +41,17 @@ def _without_surrogates(value: Any) -> Any:
 
 
 def _insert_rows(conn: sqlite3.Connection, rows: list[tuple], problems: list[Problem]) -> None:
+    # executemany stops at the first row it cannot bind with the earlier rows already in: the
+    # savepoint takes them back out before the cleaned retry.
+    conn.execute("SAVEPOINT import_rows")
     try:
         conn.executemany(_INSERT_MESSAGE, rows)
-    except UnicodeEncodeError:
-        # Rare: some text held a lone surrogate. executemany inserted nothing; clean and retry.
-        problems.append(Problem("(import)", None, "lone_surrogate",
+    except UnicodeEncodeError:  # rare: some text held a lone surrogate
+        conn.execute("ROLLBACK TO import_rows")
+        problems.append(Problem(f"session {rows[0][0]}", None, "lone_surrogate",
                                 "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"))
         conn.executemany(_INSERT_MESSAGE, [tuple(_without_surrogates(v) for v in row) for row in rows])
+    conn.execute("RELEASE import_rows")
 
 
 def _unique_title(conn: sqlite3.Connection, plan: Prepared, title: str) -> str:
@@ -88,6 +92,16 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared) -> None:
         conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*row.values(), plan.session_id))
 
 
+def _next_message_id(conn: sqlite3.Connection) -> int:
+    """The id the next message insert gets: AUTOINCREMENT goes on after the highest id ever used,
+    which is above MAX(id) once the newest messages were deleted (a pruned or deleted session)."""
+    highest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
+        used = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+        highest = max(highest, used[0] if used else 0)
+    return highest + 1
+
+
 def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
                 replan: Callable[[sqlite3.Connection, Unit], Prepared | None]) -> list[Prepared]:
     """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
@@ -95,7 +109,7 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
     A session that changed since it was planned (another process wrote to it, or an earlier
     session of this batch was the same one) is planned again against what is there now.
     """
-    first_id = next_id = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] + 1
+    first_id = next_id = _next_message_id(conn)
     has_trigger = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_INSERT_TRIGGER,)
     ).fetchone() is not None
