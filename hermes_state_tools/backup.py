@@ -9,12 +9,10 @@ from pathlib import Path
 
 from . import paths
 from .connection import connect
-from .errors import HermesStateError
+from .errors import BackupError, DestinationExistsError
 from .readonly import open_readonly
 
-
-class BackupError(HermesStateError):
-    """The copy could not be made or did not verify; the source was not changed."""
+__all__ = ["BackupError", "BackupResult", "backup_database", "timestamped_path", "verify"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,7 @@ def verify(dest: Path, expected: tuple[int, int]) -> None:
 def backup_database(source: Path, dest: Path) -> BackupResult:
     """Copy `source` to `dest` (0600) while other processes keep using it, then verify the copy."""
     if dest.exists():
-        raise BackupError(f"{dest}: destination exists; refusing to overwrite it")
+        raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it")
     dest.parent.mkdir(parents=True, exist_ok=True)
     src = open_readonly(source)
     try:

@@ -10,7 +10,7 @@ from . import extras
 _DAY_S = 86_400
 
 
-def _delete_ids(conn: sqlite3.Connection, ids: list[str]) -> int:
+def delete_ids(conn: sqlite3.Connection, ids: list[str]) -> int:
     """Orphan the children, then delete messages, extra data and the sessions; returns messages deleted."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _doomed (id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _doomed")
@@ -36,13 +36,22 @@ def prunable_ids(conn: sqlite3.Connection, older_than_days: float, source: str |
     if source:
         sql += " AND source = ?"
         params.append(source)
-    return [row[0] for row in conn.execute(sql, params)]
+    return [row[0] for row in conn.execute(sql + " ORDER BY started_at, id", params)]
 
 
 def prune(conn: sqlite3.Connection, older_than_days: float = 90, source: str | None = None) -> tuple[int, int]:
     """Delete prunable sessions with their messages; returns (sessions, messages) deleted."""
     ids = prunable_ids(conn, older_than_days, source)
-    return len(ids), (_delete_ids(conn, ids) if ids else 0)
+    return len(ids), (delete_ids(conn, ids) if ids else 0)
+
+
+def prune_confirmed(
+    conn: sqlite3.Connection, confirmed: list[str], older_than_days: float, source: str | None
+) -> tuple[list[str], int]:
+    """Delete the confirmed sessions that are still prunable (one reopened since is kept); (ids, messages)."""
+    still = set(prunable_ids(conn, older_than_days, source))
+    ids = [session_id for session_id in confirmed if session_id in still]
+    return ids, (delete_ids(conn, ids) if ids else 0)
 
 
 def count_messages(conn: sqlite3.Connection, ids: list[str]) -> int:
@@ -60,5 +69,5 @@ def delete(conn: sqlite3.Connection, session_id: str) -> bool:
     """Delete one session and its messages; its children stay, orphaned. False if unknown."""
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
         return False
-    _delete_ids(conn, [session_id])
+    delete_ids(conn, [session_id])
     return True

@@ -34,3 +34,19 @@ class UnknownSessionError(HermesStateError, sqlite3.IntegrityError, LookupError)
 
 class UpgradeError(HermesStateError):
     """A schema upgrade step could not be applied; the database keeps the last committed version."""
+
+
+class BackupError(HermesStateError):
+    """The copy could not be made or did not verify; the source was not changed."""
+
+
+class DestinationExistsError(BackupError):
+    """The backup destination exists already; it is never overwritten."""
+
+
+class SessionIdError(HermesStateError):
+    """An id or id prefix given by the user matches no session, or more than one."""
+
+
+class ConfirmationRequired(HermesStateError):
+    """A command that deletes ran without a terminal to confirm on and without --yes; nothing changed."""

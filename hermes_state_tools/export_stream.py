@@ -16,15 +16,11 @@ from typing import Any, BinaryIO
 from importers.export_format import export_line
 
 from . import extras, jsonutil
-from .errors import HermesStateError
+from .errors import SessionIdError
 from .exporting import session_ids
 from .sessions import resolve_id
 
 FORMATS = ("jsonl", "json", "md")
-
-
-class UnknownSessionIdError(HermesStateError):
-    """`--session` named no session (or a prefix that is not unique)."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +37,7 @@ def select_ids(conn: sqlite3.Connection, session: str | None, source: str | None
         return session_ids(conn, source)
     resolved = resolve_id(conn, session)
     if resolved is None:
-        raise UnknownSessionIdError(f"no session with id or unique id prefix {session!r}")
+        raise SessionIdError(f"no session with id or unique id prefix {session!r}")
     row = conn.execute("SELECT source FROM sessions WHERE id = ?", (resolved,)).fetchone()
     return [resolved] if source is None or row[0] == source else []
 

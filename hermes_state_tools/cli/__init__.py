@@ -31,7 +31,7 @@ def main(ctx: click.Context, db: Path | None) -> None:
 
 
 def _register() -> None:
-    from . import browse, importing, status, upgrade  # noqa: F401  (each module adds its commands to `main`)
+    from . import browse, importing, maintenance, sessions, status, upgrade  # noqa: F401  (each module adds its commands to `main`)
 
 
 _register()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -12,10 +13,13 @@ import click
 import orjson
 
 from ..errors import (
+    ConfirmationRequired,
     DatabaseLockedError,
+    DestinationExistsError,
     HermesStateError,
     NotAHermesDatabaseError,
     SchemaTooNewError,
+    SessionIdError,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
@@ -24,6 +28,9 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SchemaTooNewError, EXIT_TOO_NEW),
     (DatabaseLockedError, EXIT_LOCKED),
     (NotAHermesDatabaseError, EXIT_USAGE),
+    (SessionIdError, EXIT_USAGE),
+    (ConfirmationRequired, EXIT_USAGE),
+    (DestinationExistsError, EXIT_USAGE),
     (HermesStateError, EXIT_PROBLEMS),
     (sqlite3.DatabaseError, EXIT_USAGE),  # corrupt or unreadable file
     (OSError, EXIT_USAGE),
@@ -127,3 +134,8 @@ def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> No
 def show_progress() -> bool:
     """Bars only on a terminal, and never with --no-progress or --json... on stdout they would not go anyway."""
     return settings().progress and sys.stderr.isatty()
+
+
+def when(epoch: float | None) -> str:
+    """A Unix time as local 'YYYY-MM-DD HH:MM:SS', '-' for none."""
+    return dt.datetime.fromtimestamp(epoch).isoformat(sep=" ", timespec="seconds") if epoch else "-"

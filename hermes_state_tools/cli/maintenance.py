@@ -1,0 +1,228 @@
+"""`hermes-state check`, `repair`, `rebuild-fts`, `vacuum`, `backup`, `maintain` and `prune`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..checks import check_file
+from ..errors import ConfirmationRequired
+from ..maintenance import PrunePlan, backup_file, maintain_file, prune_file, rebuild_fts_file, vacuum_file
+from ..repair import repair_file
+from . import main
+from .base import EXIT_PROBLEMS, common_options, emit, fail, settings
+
+_SHOWN_IDS = 10
+
+
+def _listed(title: str, items: list[dict[str, Any]]) -> list[str]:
+    """A heading and one `kind: detail` line per finding or change; nothing when there are none."""
+    return [title] + [f"  {item['kind']}: {item['detail']}" for item in items] if items else []
+
+
+def _human_check(doc: dict[str, Any]) -> str:
+    if doc["ok"]:
+        return f"{doc['path']}: no problems found"
+    return "\n".join(_listed(f"{doc['path']}: {len(doc['problems'])} problems:", doc["problems"]))
+
+
+def _human_repair(doc: dict[str, Any]) -> str:
+    if not doc["problems"]:
+        return "no problems found; nothing to repair"
+    verb, left = ("would change", "would be left unfixed") if doc["dry_run"] else ("changed", "left unfixed")
+    lines = [f"found {len(doc['problems'])} problems; {verb} {len(doc['changes'])} things:"]
+    lines += [f"  {c['kind']}: {c['detail']}" for c in doc["changes"]]
+    lines += _listed(f"{left}:", doc["unfixed"]) or ["nothing " + left]
+    return "\n".join(lines)
+
+
+def _exit_unless(ok: bool) -> None:
+    if not ok:
+        sys.exit(EXIT_PROBLEMS)
+
+
+@main.command()
+@click.option("--quick", is_flag=True, help="quick_check instead of integrity_check; FTS compared by ids only.")
+@common_options()
+def check(quick: bool, as_json: bool) -> None:
+    """Check the database for damage and inconsistencies (read-only).
+
+    Looks at the file's integrity, foreign keys, the search index against the messages, lineage
+    cycles and missing parents, per-session counters, duplicate titles and the schema version.
+
+    Exit 0 when healthy, 1 when a problem was found (every one listed). Never takes the write
+    lock and never changes the file, so it is safe while Hermes runs.
+
+    \b
+    Examples:
+      hermes-state check
+      hermes-state --db backup.db check --quick --json
+    """
+    path = settings().db
+    findings = check_file(path, quick)
+    emit({"ok": not findings, "path": str(path), "quick": quick, "problems": [f.as_dict() for f in findings]},
+         _human_check)
+    _exit_unless(not findings)
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Make the repair in a transaction, report it, and roll it back.")
+@common_options()
+def repair(dry_run: bool, as_json: bool) -> None:
+    """Fix what `check` finds, without losing data, in one transaction.
+
+    Rebuilds the search index, recreates missing triggers and indexes, recounts counters, breaks
+    lineage cycles, clears parents that do not exist, renames duplicate titles, fixes the version
+    row, and gives orphaned messages a placeholder session. Every change is reported. Exit 0 when
+    nothing is left unfixed (with --dry-run: when everything found would be fixed), else 1.
+
+    \b
+    Examples:
+      hermes-state repair --dry-run
+      hermes-state repair --json
+    """
+    report = repair_file(settings().db, dry_run)
+    emit(report.as_dict(), _human_repair)
+    _exit_unless(report.ok)
+
+
+@main.command("rebuild-fts")
+@common_options()
+def rebuild_fts(as_json: bool) -> None:
+    """Rebuild the full-text index from the messages table.
+
+    A missing FTS table or trigger is recreated first.
+
+    \b
+    Examples:
+      hermes-state rebuild-fts
+      hermes-state --db state.db rebuild-fts --json
+    """
+    doc = rebuild_fts_file(settings().db)
+    emit(doc, lambda d: f"rebuilt messages_fts from {d['messages_indexed']:,} messages"
+                        + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
+
+
+@main.command()
+@common_options()
+def vacuum(as_json: bool) -> None:
+    """Checkpoint the WAL, optimize the index, VACUUM and ANALYZE.
+
+    Safe while Hermes keeps using the database.
+
+    \b
+    Examples:
+      hermes-state vacuum
+      hermes-state vacuum --json
+    """
+    doc = vacuum_file(settings().db)
+    emit(doc, lambda d: f"vacuumed {d['path']}: {d['bytes_before']:,} -> {d['bytes_after']:,} bytes")
+
+
+@main.command()
+@click.argument("dest", type=click.Path(path_type=Path, dir_okay=False))
+@common_options()
+def backup(dest: Path, as_json: bool) -> None:
+    """Copy the database online to DEST and verify the copy.
+
+    DEST must not exist. The copy is reopened and must pass integrity_check with the same counts.
+
+    \b
+    Examples:
+      hermes-state backup ~/backups/state-2026-05-01.db
+      hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
+    """
+    doc = backup_file(settings().db, dest)
+    emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
+                        f"({d['bytes']:,} bytes, verified)")
+
+
+def _human_maintain(doc: dict[str, Any]) -> str:
+    lines = [f"{doc['path']}: " + ("healthy" if doc["ok"] else "problems remain")]
+    lines += _listed(f"check found {len(doc['check']['problems'])} problems:", doc["check"]["problems"])
+    lines += _listed("repaired:", doc["repairs"])
+    lines += _listed("left unfixed:", doc["unfixed"])
+    lines += [f"note: {doc['note']}"] if doc.get("note") else []
+    lines.append(f"search index optimized: {'yes' if doc['optimized'] else 'no'}; "
+                 f"vacuumed: {'yes' if doc['vacuumed'] else 'no'}; "
+                 f"{doc['bytes_before']:,} -> {doc['bytes_after']:,} bytes")
+    return "\n".join(lines)
+
+
+@main.command()
+@common_options()
+def maintain(as_json: bool) -> None:
+    """The scheduled job: check, repair, optimize, vacuum if worth it.
+
+    Repairs what is safe, optimizes the search index, and runs VACUUM only when enough of the
+    file is free pages. A file that fails integrity_check is left untouched (restore a backup).
+    Exit 0 when the database is healthy afterwards, 1 when something remains.
+
+    \b
+    Examples:
+      hermes-state maintain
+      hermes-state maintain --json --no-progress   # from cron
+    """
+    doc = maintain_file(settings().db)
+    emit(doc, _human_maintain)
+    _exit_unless(doc["ok"])
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person can answer a confirmation prompt."""
+    return sys.stdin.isatty()
+
+
+def _confirmer(yes: bool) -> Callable[[PrunePlan], None]:
+    """Asks on a terminal; without one, only --yes lets a prune delete."""
+
+    def confirm(plan: PrunePlan) -> None:
+        if yes:
+            return
+        if not stdin_is_terminal():
+            raise ConfirmationRequired("prune deletes sessions: without a terminal to confirm on, pass --yes "
+                                       "(or --dry-run to see what it would delete)")
+        if not plan.session_ids:
+            return
+        shown = ", ".join(plan.session_ids[:_SHOWN_IDS]) + (", ..." if len(plan.session_ids) > _SHOWN_IDS else "")
+        click.echo(f"would delete: {shown}", err=True)
+        question = (f"Delete {len(plan.session_ids):,} ended sessions started more than {plan.older_than_days:g} "
+                    f"days ago and their {plan.messages:,} messages? Their children are kept.")
+        if not click.confirm(question, default=False, err=True):
+            fail("prune cancelled; nothing was deleted", EXIT_PROBLEMS)
+
+    return confirm
+
+
+def _human_prune(doc: dict[str, Any]) -> str:
+    verb = "would delete" if doc["dry_run"] else "deleted"
+    return f"{verb} {doc['sessions_deleted']:,} sessions and {doc['messages_deleted']:,} messages"
+
+
+@main.command()
+@click.option("--older-than", "older_than", type=click.FloatRange(min=0), required=True, metavar="DAYS",
+              help="Only sessions started more than DAYS days ago (and ended).")
+@click.option("--source", metavar="NAME", help="Only sessions of this source.")
+@click.option("--dry-run", is_flag=True, help="Report what would be deleted; delete nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask (needed when there is no terminal).")
+@common_options()
+def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Delete old ended sessions with their messages.
+
+    Sessions that started more than DAYS days ago and have ended go, with their messages; their
+    children are kept (orphaned). Open sessions are never deleted.
+
+    Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without
+    --yes it refuses with exit 2). Open sessions are never deleted.
+
+    \b
+    Examples:
+      hermes-state prune --older-than 90 --dry-run
+      hermes-state prune --older-than 30 --source telegram --yes --json
+    """
+    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes))
+    emit(doc, _human_prune)

@@ -1,0 +1,112 @@
+"""`check`: a planted-damage test for every kind, read-only and lock-free, the fixtures, --quick."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+from damage import PLANTS, build_healthy, cli_json, found, planted, unchanged
+from helpers import file_digests
+from schema_fixtures import UPGRADABLE, load_fixture
+
+from hermes_state_tools.checks import KINDS, Finding, check_file, run_checks
+
+
+def test_a_healthy_database_has_no_findings(tmp_path):
+    assert check_file(build_healthy(tmp_path / "state.db")) == []
+
+
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_each_planted_damage_is_found_as_exactly_its_kind(tmp_path, name):
+    path = planted(tmp_path, name)
+    findings = check_file(path)
+    assert found(findings) == PLANTS[name][1]
+    assert all(f.kind in KINDS and f.detail for f in findings)
+
+
+def test_every_kind_has_a_planted_damage():
+    assert {kind for _, expected in PLANTS.values() for kind, _ in expected} == set(KINDS)
+
+
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_check_changes_no_byte_and_takes_no_write_lock(tmp_path, name):
+    path = planted(tmp_path, name)
+    writer = sqlite3.connect(str(path), isolation_level=None)  # another process, mid-write
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE sessions SET title = 'in flight' WHERE id = 'gamma'")
+        before = file_digests(path)
+        assert set(before) == {"state.db", "state.db-wal"}
+        started = time.monotonic()
+        code, doc = cli_json("--db", path, "check", "--no-progress")
+        assert time.monotonic() - started < 1.0  # never waited for the lock (the busy timeout is 1 s)
+        assert file_digests(path) == before
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert (code, doc["ok"]) == (1, False)
+    assert found(doc["problems"]) == PLANTS[name][1]
+    assert all(set(p) == {"kind", "detail", "session_ids"} for p in doc["problems"])
+
+
+def test_check_of_a_cleanly_closed_file_keeps_the_main_file_and_adds_no_data(tmp_path):
+    path = planted(tmp_path, "counter_mismatch")
+    before = file_digests(path)
+    assert set(before) == {"state.db"}
+    check_file(path)
+    assert unchanged(path, before)
+
+
+@pytest.mark.parametrize("name", ["fts_unindexed", "fts_stale", "foreign_key", "lineage_cycle", "counter_mismatch"])
+def test_quick_finds_the_same_as_the_full_check(tmp_path, name):
+    assert found(check_file(planted(tmp_path, name), quick=True)) == PLANTS[name][1]
+
+
+def test_quick_skips_what_only_the_full_check_can_see(tmp_path):
+    # quick_check does not compare indexes with tables, and --quick compares the FTS index by ids only
+    assert check_file(planted(tmp_path, "fts_changed"), quick=True) == []
+    assert check_file(planted(tmp_path / "b", "integrity"), quick=True) == []
+
+
+def test_check_reports_every_damage_at_once(tmp_path):
+    path = build_healthy(tmp_path / "state.db")
+    names = ["foreign_key", "fts_changed", "lineage_cycle", "counter_mismatch", "version_row_missing"]
+    for name in names:
+        PLANTS[name][0](path)
+    assert found(check_file(path)) == set().union(*(PLANTS[name][1] for name in names))
+
+
+FIXTURE_FINDINGS = {
+    "v6": set(),
+    "trap_no_indexes": {"missing_index"},
+    "trap_no_triggers": {"missing_trigger", "fts_out_of_sync"},
+    "trap_no_fts": {"missing_index", "missing_trigger", "schema_version"},
+    "trap_duplicate_titles": {"duplicate_title", "schema_version"},
+}
+
+
+@pytest.mark.parametrize("name", UPGRADABLE)
+def test_fixture_databases_are_checked_without_error(tmp_path, name):
+    kinds = {f.kind for f in check_file(load_fixture(name, tmp_path))}
+    if name in FIXTURE_FINDINGS:
+        assert kinds == FIXTURE_FINDINGS[name]
+    else:  # older versions and version-row traps: only the version is wrong
+        assert kinds == {"schema_version"}
+
+
+def test_the_checks_run_inside_a_write_transaction_and_leave_it_clean(tmp_path):
+    path = planted(tmp_path, "fts_changed")
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        assert [f.kind for f in run_checks(conn)] == ["fts_out_of_sync"]
+        assert conn.execute("SELECT COUNT(*) FROM temp.sqlite_master").fetchone()[0] == 0
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+def test_a_finding_reports_as_the_contract_dict():
+    assert Finding("missing_parent", "gone", ("s1",)).as_dict() == {
+        "kind": "missing_parent", "detail": "gone", "session_ids": ["s1"]}
