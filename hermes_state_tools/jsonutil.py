@@ -1,11 +1,16 @@
-"""JSON text as the store keeps it: compact, non-ASCII written as itself, tolerant on read."""
+"""JSON text as the store keeps it: spelled as Hermes spells it, tolerant on read."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
+
+# orjson turns integers beyond 64 bits into floats without a word; text that may hold one
+# (19+ digits after a JSON delimiter) goes to the stdlib parser instead.
+_WIDE_NUMBER = re.compile(r"(?:^|[:\[,])\s*-?\d{19}")
 
 # Later Hermes versions store multimodal content (a list of parts) as this marker
 # followed by the JSON of the list, so a TEXT column can carry it without loss.
@@ -28,6 +33,8 @@ def loads_or_raw(text: Any) -> Any:
     if not isinstance(text, (str, bytes)):
         return text
     try:
+        if _WIDE_NUMBER.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
+            raise orjson.JSONDecodeError("wide integer", "", 0)  # the stdlib keeps every digit
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,9 @@ import orjson
 from importers.records import Problem
 
 BOM = b"\xef\xbb\xbf"
+# A number of 19 or more digits may lie outside orjson's 64-bit range, where it silently
+# returns a float: such lines go to the stdlib parser, which keeps every digit.
+_WIDE_NUMBER = re.compile(rb"[:\[,]\s*-?\d{19}")
 
 
 @dataclass(frozen=True)
@@ -52,18 +56,20 @@ def decode(raw: bytes) -> tuple[str, str]:
 
 def parse_json(raw: bytes) -> tuple[Any, str]:
     """Parse JSON bytes (BOM already stripped); return the value and the codec used, or raise JsonError."""
-    try:
-        return orjson.loads(raw), "utf-8"
-    except orjson.JSONDecodeError as exc:
-        first = exc
+    first: Exception | None = None
+    if not _WIDE_NUMBER.search(raw):
+        try:
+            return orjson.loads(raw), "utf-8"
+        except orjson.JSONDecodeError as exc:
+            first = exc
     text, codec = decode(raw)
     try:
         # The stdlib parser also takes what Python's json.dumps wrote and orjson refuses
         # (NaN/Infinity, lone surrogate escapes, integers wider than 64 bits) and, with
         # strict=False, raw control characters inside strings that other writers left.
         return json.loads(text, strict=False), codec
-    except (ValueError, RecursionError):
-        raise JsonError(str(first), codec) from None
+    except (ValueError, RecursionError) as exc:
+        raise JsonError(str(first or exc), codec) from None
 
 
 def iter_json_lines(path: Path, file: str) -> Iterator[JsonLine | Problem]:

@@ -155,6 +155,10 @@ def _new_row(session_id: str, copies: list[LegacySession], times: list[float], f
     row["id"] = session_id
     if row.get("started_at") is None:
         row["started_at"] = times[0] if times else fallback
+    elif times and times[0] < row["started_at"]:
+        # An index's naive created_at read in another zone than the messages' epoch times can
+        # land after the first message; a session never starts after its first message.
+        row["started_at"] = times[0]
     export = next((c for c in copies if c.kind == "export"), None)
     if export is not None:  # a round trip keeps the session exactly as it was exported
         row["ended_at"], row["end_reason"] = export.fields.get("ended_at"), export.fields.get("end_reason")

@@ -20,8 +20,12 @@ from .existing import Fingerprint, fingerprint, load_existing
 from .merge import SessionPlan, plan_session
 from .units import Unit
 
-BATCH_MESSAGES = 4000  # rows per write transaction: long enough to amortise a commit, short enough
-BATCH_SESSIONS = 400   # that a concurrent Hermes writer waits a fraction of a second at most
+# One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
+# that a concurrent Hermes writer waits a fraction of a second at most (big tool outputs count
+# by their bytes, since indexing time follows the text, not the row count).
+BATCH_MESSAGES = 4000
+BATCH_SESSIONS = 400
+BATCH_BYTES = 4 * 2**20
 
 
 @dataclass
@@ -87,12 +91,14 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit) -> Prepared | None:
 def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:
     """Group prepared sessions into write transactions of bounded size."""
     batch: list[Prepared] = []
-    size = 0
+    rows = text = 0
     for item in prepared:
         batch.append(item)
-        size += len(item.rows) + item.duplicates
-        if size >= BATCH_MESSAGES or len(batch) >= BATCH_SESSIONS:
+        rows += len(item.rows) + item.duplicates
+        text += sum(len(row[2] or "") for row in item.rows)
+        if rows >= BATCH_MESSAGES or text >= BATCH_BYTES or len(batch) >= BATCH_SESSIONS:
             yield batch
-            batch, size = [], 0
+            batch, rows = [], 0
+            text = 0
     if batch:
         yield batch

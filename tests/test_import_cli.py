@@ -1,0 +1,251 @@
+"""`hermes-state import-jsonl`: the report, exit codes, bad input, --dry-run, refused databases, profiles."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import file_digests
+from import_helpers import (
+    HOME_SESSIONS,
+    LEGACY,
+    LEGACY_HOME,
+    cli,
+    content,
+    fts_in_sync,
+    import_json,
+    messages,
+    sessions,
+    write_corpus,
+)
+from schema_fixtures import load_fixture
+
+from hermes_state_tools import SessionDB
+
+COUNTS = ("sessions_created", "sessions_updated", "messages_imported", "messages_skipped_duplicate", "files_read")
+GOOD = LEGACY / "jsonl" / "plain_early.jsonl"  # 3 messages, imported next to every bad file
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def counts(doc: dict) -> tuple[int, ...]:
+    return tuple(doc[key] for key in COUNTS)
+
+
+def located(doc: dict, path: Path) -> list[tuple[int | None, str]]:
+    """The (line, kind) of each problem the report gives for one file."""
+    return sorted(((p["line"], p["kind"]) for p in doc["problems"] if p["file"] == str(path)),
+                  key=lambda p: (p[0] or 0, p[1]))
+
+
+def test_json_report_has_the_contract_keys_and_one_entry_per_problem(db_path):
+    code, doc = import_json(db_path, LEGACY_HOME)
+    assert code == 1  # the truncated last line could not be stored
+    assert {"sessions_created", "sessions_updated", "messages_imported", "messages_skipped_duplicate", "files_read",
+            "dry_run", "problems"} <= set(doc)
+    assert counts(doc) == (6, 0, 26, 4, 8) and doc["dry_run"] is False
+    assert all(set(p) == {"file", "line", "kind", "detail"} and p["detail"] for p in doc["problems"])
+    assert located(doc, HOME_SESSIONS / "20260310_184211_a1c4e9b2.jsonl") == [(8, "blank_line"),
+                                                                            (11, "truncated_line")]
+
+
+def test_human_report_names_the_counts_and_each_problem(db_path):
+    result = cli("--db", db_path, "import-jsonl", LEGACY_HOME, "--no-progress")
+    assert result.exit_code == 1
+    assert "imported 26 messages: 6 sessions created, 0 updated; 4 messages already present; 8 files read" in (
+        result.stdout)
+    assert f"{HOME_SESSIONS / '20260310_184211_a1c4e9b2.jsonl'}:11: truncated_line:" in result.stdout
+
+
+BAD_INPUTS = {
+    # file: (exit code, the (line, kind) problems it reports, messages stored from it or None for no session)
+    "truncated_last.jsonl": (1, [(3, "truncated_line")], 2),
+    "invalid_middle.jsonl": (1, [(2, "invalid_json")], 2),
+    "no_role.jsonl": (1, [(2, "missing_role"), (3, "missing_role"), (4, "missing_role")], 2),
+    "not_object.jsonl": (1, [(2, "not_object"), (3, "not_object"), (4, "not_object"), (5, "not_object")], 2),
+    "blank_lines.jsonl": (0, [(2, "blank_line"), (3, "blank_line"), (5, "blank_line")], 2),
+    "cp1252_crlf.jsonl": (0, [(1, "decoded_cp1252")], 2),
+    "wrong_types.jsonl": (0, [(1, "wrong_type"), (2, "bad_timestamp"), (2, "wrong_type"), (3, "wrong_type"),
+                              (3, "wrong_type"), (3, "wrong_type")], 3),
+    "duplicate_block.jsonl": (0, [(5, "duplicate_block"), (11, "duplicate_block")], 6),
+    "empty.jsonl": (0, [(None, "empty_file")], None),  # no index entry: reported and skipped
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_is_reported_and_never_stops_the_rest(db_path, name):
+    exit_code, expected, stored = BAD_INPUTS[name]
+    bad = LEGACY / "jsonl" / name
+    code, doc = import_json(db_path, bad, GOOD)
+    assert code == exit_code
+    assert located(doc, bad) == expected
+    assert len(doc["problems"]) == len(expected)  # nothing reported against the good file
+    assert all(isinstance(p["detail"], str) and p["detail"] for p in doc["problems"])
+    assert [m["content"] for m in messages(db_path, "plain_early")] == ["hello", "Hi! How can I help?",
+                                                                        "Ünïcödé ✓ 你好 🙂"]
+    if stored is None:
+        assert set(sessions(db_path)) == {"plain_early"}
+    else:
+        assert len(messages(db_path, bad.stem)) == stored == doc["messages_imported"] - 3
+
+
+def test_cp1252_text_is_decoded_not_mangled(db_path):
+    import_json(db_path, LEGACY / "jsonl" / "cp1252_crlf.jsonl")
+    assert [m["content"] for m in messages(db_path, "cp1252_crlf")] == ["Café crawl — où?", "plain ascii"]
+
+
+def test_a_truncated_index_keeps_its_complete_entries(db_path):
+    index = LEGACY / "index_truncated" / "sessions.json"
+    code, doc = import_json(db_path, index, LEGACY / "jsonl" / "meta_tools.jsonl", GOOD)
+    assert code == 1
+    assert located(doc, index) == [(None, "truncated_index")]
+    rows = sessions(db_path)
+    assert set(rows) == {"meta_tools", "plain_early"}
+    assert (rows["meta_tools"]["user_id"], rows["meta_tools"]["input_tokens"]) == ("5551234567", 100)
+
+
+def test_empty_transcript_with_an_index_entry_is_only_a_notice(tmp_path, db_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for name in ("sessions.json", "20260401_090000_deadbeef.jsonl"):
+        shutil.copy(HOME_SESSIONS / name, folder / name)
+    code, doc = import_json(db_path, folder)
+    assert code == 0
+    assert [(p["line"], p["kind"]) for p in doc["problems"]] == [(None, "empty_file")]
+    assert counts(doc) == (1, 0, 0, 0, 2)  # the index's other entries name no transcript here
+    assert list(sessions(db_path)) == ["20260401_090000_deadbeef"]
+
+
+def test_a_rerun_reports_the_same_bad_records_and_fails_again(db_path):
+    first_code, first = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl")
+    second_code, second = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl")
+    assert first_code == second_code == 1
+    assert second["problems"] == first["problems"]
+    assert (second["sessions_created"], second["messages_imported"]) == (0, 0)
+
+
+def test_dry_run_reports_what_the_real_run_does_and_creates_nothing(db_path):
+    code, dry = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl", options=["--dry-run"])
+    assert not db_path.exists() and list(db_path.parent.glob("state.db*")) == []
+    real_code, real = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl")
+    assert (dry["dry_run"], real["dry_run"]) == (True, False)
+    assert counts(dry) == counts(real) and code == real_code == 1
+    assert dry["problems"] == real["problems"]
+
+
+def test_dry_run_on_an_existing_database_changes_no_byte(db_path):
+    import_json(db_path, LEGACY / "jsonl")
+    main_file = sha256(db_path)
+    _, closed = import_json(db_path, LEGACY_HOME, options=["--dry-run"])
+    assert sha256(db_path) == main_file
+    with SessionDB(db_path) as store:  # Hermes is running and its latest write is still in the WAL
+        store.create_session("20260519_140233_c0ffee12", "discord")
+        store.append_message("20260519_140233_c0ffee12", "user", "[ramon] ship it to prod then")
+        before = file_digests(db_path)
+        assert set(before) == {"state.db", "state.db-wal"}
+        _, dry = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl", options=["--dry-run"])
+        assert file_digests(db_path) == before
+    _, real = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl")
+    assert counts(dry) == counts(real) and counts(closed)[:4] == (6, 0, 26, 4)
+    assert real["sessions_updated"] == 1 and real["messages_skipped_duplicate"] > 4
+
+
+def test_dry_run_matches_the_real_run_when_a_second_process_reads(tmp_path, db_path):
+    written = write_corpus(tmp_path / "corpus", 80, 12)  # enough files for the two-process reader
+    for name in sorted(written)[:20]:  # a first import brought some of them in already
+        shutil.copy(tmp_path / "corpus" / f"{name}.jsonl", tmp_path / f"{name}.jsonl")
+    import_json(db_path, *(tmp_path / f"{name}.jsonl" for name in sorted(written)[:20]))
+    with SessionDB(db_path) as store:  # and Hermes wrote a new turn into one of them
+        store.append_message(sorted(written)[3], "user", "one more thing")
+    _, dry = import_json(db_path, tmp_path / "corpus", options=["--dry-run"])
+    _, real = import_json(db_path, tmp_path / "corpus")
+    assert counts(dry) == counts(real) == (60, 0, 60 * 13, 20 * 13, 80)
+
+
+def run_module(*args: object) -> subprocess.CompletedProcess[str]:
+    """A real `python -m hermes_state_tools` process."""
+    return subprocess.run([sys.executable, "-m", "hermes_state_tools", *map(str, args)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_file_that_is_not_sqlite_is_refused_with_one_line(tmp_path):
+    junk = tmp_path / "notes.db"
+    junk.write_bytes(b"these are my notes, not a database\n" * 50)
+    before = sha256(junk)
+    done = run_module("--db", junk, "import-jsonl", LEGACY_HOME, "--no-progress")
+    assert done.returncode == 2
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1 and str(junk) in done.stderr
+    assert "Traceback" not in done.stderr and sha256(junk) == before
+    result = cli("--db", junk, "import-jsonl", LEGACY_HOME, "--json")
+    error = done.stderr.removeprefix("hermes-state: ").strip()
+    assert result.exit_code == 2 and json.loads(result.stdout) == {"ok": False, "error": error}
+
+
+def test_a_zero_byte_database_file_becomes_a_new_database(db_path):
+    db_path.write_bytes(b"")
+    code, doc = import_json(db_path, GOOD)
+    assert code == 0 and doc["sessions_created"] == 1
+    assert len(messages(db_path, "plain_early")) == 3
+
+
+@pytest.mark.parametrize("options", [[], ["--dry-run"]])
+def test_a_newer_schema_is_refused_and_left_unchanged(tmp_path, options):
+    path = load_fixture("trap_version_7", tmp_path)
+    before = sha256(path)
+    result = cli("--db", path, "import-jsonl", LEGACY_HOME, *options, "--no-progress")
+    assert result.exit_code == 3
+    assert len(result.stderr.splitlines()) == 1 and "version 7" in result.stderr
+    assert sha256(path) == before and not path.with_name(path.name + "-wal").exists()
+
+
+@pytest.mark.parametrize("name", ["v1", "v5", "trap_no_fts"])
+def test_an_older_schema_is_upgraded_after_a_backup_and_dry_run_leaves_it_alone(tmp_path, name):
+    path = load_fixture(name, tmp_path)
+    before = sha256(path)
+    rows = content(path)
+    _, dry = import_json(path, LEGACY_HOME, options=["--dry-run"])
+    assert sha256(path) == before and dry["backup"] is None
+    _, real = import_json(path, LEGACY_HOME)
+    assert counts(dry) == counts(real) == (6, 0, 26, 4, 8)
+    assert content(Path(real["backup"])) == rows
+    assert len(sessions(path)) == len(rows["sessions"]) + 6 and fts_in_sync(path)
+
+
+def test_unknown_time_zone_is_a_usage_error(db_path):
+    result = cli("--db", db_path, "import-jsonl", GOOD, "--tz", "Mars/Olympus_Mons")
+    assert result.exit_code == 2 and "Mars/Olympus_Mons" in result.stderr
+    assert not db_path.exists()
+
+
+def test_source_option_is_only_the_fallback(db_path):
+    snapshots = LEGACY / "snapshots"
+    import_json(db_path, GOOD, LEGACY / "jsonl" / "meta_tools.jsonl", snapshots, options=["--source", "myhost"])
+    rows = sessions(db_path)
+    assert {sid: rows[sid]["source"] for sid in ("plain_early", "meta_tools", "older", "newest", "mismatch")} == {
+        "plain_early": "myhost", "meta_tools": "telegram", "older": "cli", "newest": "telegram", "mismatch": "myhost"}
+
+
+def test_profiles_are_not_mixed_in_and_the_report_says_how_to_import_each(tmp_path, db_path):
+    home = tmp_path / "home"
+    shutil.copytree(LEGACY / "home", home)
+    code, doc = import_json(db_path, home)
+    assert code == 0
+    assert list(sessions(db_path)) == ["20260201_090000_aaaaaaaa"]
+    [skipped] = [p for p in doc["problems"] if p["kind"] == "profile_skipped"]
+    profile = home / "profiles" / "work"
+    assert (skipped["file"], skipped["line"]) == (str(profile), None)
+    command = skipped["detail"].split(": ", 1)[1]
+    assert command == f"hermes-state --db {profile / 'state.db'} import-jsonl {profile}"
+    argv = shlex.split(command)
+    assert cli(*argv[1:], "--no-progress").exit_code == 0  # the suggested command works as printed
+    assert list(sessions(profile / "state.db")) == ["20260202_090000_bbbbbbbb"]
+    noise = {Path(p["file"]).name for p in doc["problems"] if p["kind"] == "skipped_file"}
+    assert {"request_dump_20260201.json", ".sessions_abc.tmp", "notes.txt", "payload_20260201.jsonl"} <= noise
