@@ -63,9 +63,7 @@ def _columns(
 ) -> dict[str, Any]:
     """Return the column values of a record; a value of the wrong type moves to extra["original_<key>"]."""
     columns: dict[str, Any] = {key: record.get(key) for key in JSON_COLUMNS}
-    checks = {"content": _is_content, "tool_calls": _is_list, "token_count": _is_int64}
-    checks.update({key: _is_text for key in TEXT_COLUMNS})
-    for key, fits in checks.items():
+    for key, fits in _CHECKS:
         value = record.get(key)
         if value is None or fits(value):
             columns[key] = value
@@ -94,6 +92,13 @@ def _is_text(value: Any) -> bool:
 
 def _is_int64(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
+
+
+# Which type each column takes; built once (normalise_message runs for every message read).
+_CHECKS: tuple[tuple[str, Any], ...] = (
+    ("content", _is_content), ("tool_calls", _is_list), ("token_count", _is_int64),
+    *((key, _is_text) for key in TEXT_COLUMNS),
+)
 
 
 def _timestamp(

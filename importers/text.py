@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +10,10 @@ from typing import Any
 
 import orjson
 
+from hermes_state_tools.jsonutil import has_wide_float
 from importers.records import Problem
 
 BOM = b"\xef\xbb\xbf"
-# A number of 19 or more digits may lie outside orjson's 64-bit range, where it silently
-# returns a float: such lines go to the stdlib parser, which keeps every digit.
-_WIDE_NUMBER = re.compile(rb"[:\[,]\s*-?\d{19}")
 
 
 @dataclass(frozen=True)
@@ -57,11 +54,12 @@ def decode(raw: bytes) -> tuple[str, str]:
 def parse_json(raw: bytes) -> tuple[Any, str]:
     """Parse JSON bytes (BOM already stripped); return the value and the codec used, or raise JsonError."""
     first: Exception | None = None
-    if not _WIDE_NUMBER.search(raw):
-        try:
-            return orjson.loads(raw), "utf-8"
-        except orjson.JSONDecodeError as exc:
-            first = exc
+    try:
+        value = orjson.loads(raw)
+        if not has_wide_float(value):
+            return value, "utf-8"
+    except orjson.JSONDecodeError as exc:
+        first = exc
     text, codec = decode(raw)
     try:
         # The stdlib parser also takes what Python's json.dumps wrote and orjson refuses

@@ -37,12 +37,15 @@ def _finite(value: int | float | str) -> float | None:
 
 def _iso_seconds(text: str, tz: tzinfo | None) -> float | None:
     """Return epoch seconds for ISO 8601 text; naive times are local time, or in `tz` when given."""
-    # Python 3.10's fromisoformat takes neither a "Z" nor fractions other than 3 or 6 digits.
-    if text[-1:] in ("Z", "z"):
-        text = text[:-1] + "+00:00"
-    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
     try:
-        moment = datetime.fromisoformat(text)
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            # Python 3.10's fromisoformat takes neither a "Z" nor fractions other than 3 or 6 digits.
+            if text[-1:] in ("Z", "z"):
+                text = text[:-1] + "+00:00"
+            text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
+            moment = datetime.fromisoformat(text)
         if moment.tzinfo is None and tz is not None:
             moment = moment.replace(tzinfo=tz)
         return moment.timestamp()

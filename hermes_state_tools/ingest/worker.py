@@ -1,19 +1,26 @@
 """Reading and planning in a second process, so parsing runs on one core while SQLite writes on the other.
 
 A thread cannot do this: the writer's `executemany` drops and retakes the GIL for every row,
-and a busy parsing thread makes each retake wait. A separate process sends prepared
-batches through a pipe instead; if the importing process dies, the pipe breaks and the
-reader exits with it.
+and a busy parsing thread makes each retake wait. A child process sends prepared batches
+down its stdout instead; if the importing process dies, the pipe breaks and the child
+exits with it.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
 import traceback
 from collections.abc import Iterator
 from datetime import tzinfo
-from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any, BinaryIO
+
+import hermes_state_tools
+import importers
 
 from ..connection import connect
 from .prepare import Prepared, batches, prepare
@@ -32,36 +39,51 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
             conn.close()
 
 
-def _serve(channel: Connection, db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None) -> None:
+def serve(args: tuple[Path, list[Path], tzinfo | None, str | None], out: BinaryIO) -> None:
+    """The child's side: read, plan, and send each batch down `out` as a pickle."""
+    db_path, files, tz, source = args
     log = ReadLog()
     try:
-        for batch in prepared_batches(db_path, files, tz, source, log):
-            channel.send(("batch", batch, log.problems, log.files_read))
+        for batch in prepared_batches(db_path if db_path.exists() else None, files, tz, source, log):
+            pickle.dump(("batch", batch, log.problems, log.files_read), out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
             log.problems, log.files_read = [], 0
-        channel.send(("done", None, log.problems, log.files_read))
-    except (BrokenPipeError, EOFError):
+        message: tuple[Any, ...] = ("done", None, log.problems, log.files_read)
+    except BrokenPipeError:
         return  # the importing process is gone: stop quietly
     except BaseException:
-        channel.send(("error", traceback.format_exc(limit=8), log.problems, log.files_read))
-    finally:
-        channel.close()
+        message = ("error", traceback.format_exc(limit=8), log.problems, log.files_read)
+    with contextlib.suppress(BrokenPipeError):
+        pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
+
+
+def _child_environment() -> dict[str, str]:
+    """The environment for the child, with this process's copies of the packages first on its path."""
+    roots = {str(Path(module.__file__).resolve().parent.parent) for module in (hermes_state_tools, importers)}
+    inherited = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*sorted(roots), *([inherited] if inherited else [])])}
 
 
 def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
                    log: ReadLog) -> Iterator[list[Prepared]]:
-    """`prepared_batches` computed in a child process."""
-    context = multiprocessing.get_context("spawn")
-    receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_serve, args=(send, db_path, files, tz, source), daemon=True,
-                              name="hermes-import-reader")
-    process.start()
-    send.close()
+    """`prepared_batches` computed in a child process (`python -m hermes_state_tools.ingest.reader_child`).
+
+    A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
+    module in the child, which breaks any script that calls the library without a
+    `__main__` guard.
+    """
+    child = subprocess.Popen([sys.executable, "-m", f"{__package__}.reader_child"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=_child_environment())
+    assert child.stdin is not None and child.stdout is not None
     try:
+        pickle.dump((db_path, files, tz, source), child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        child.stdin.close()
         while True:
             try:
-                kind, payload, problems, files_read = receive.recv()
+                kind, payload, problems, files_read = pickle.load(child.stdout)
             except EOFError:
-                raise RuntimeError("the import's reader process died unexpectedly") from None
+                raise RuntimeError(f"the import's reader process died unexpectedly (exit {child.wait()})") from None
             log.problems += problems
             log.files_read += files_read
             if kind == "error":
@@ -70,7 +92,9 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
                 return
             yield payload
     finally:
-        receive.close()
-        process.join(timeout=5)
-        if process.is_alive():
-            process.terminate()
+        child.stdout.close()
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
