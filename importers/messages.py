@@ -40,6 +40,10 @@ def normalise_message(
     record: Any, where: Where, tz: tzinfo | None = None, extra: dict[str, Any] | None = None
 ) -> tuple[LegacyMessage | None, list[Problem]]:
     """Return the message a record describes (None when it cannot be one) and the problems found."""
+    if extra is None and type(record) is dict:
+        message = _plain_message(record, where, tz)
+        if message is not None:
+            return message, []
     if not isinstance(record, dict):
         kind = type(record).__name__
         return None, [where.problem("not_object", f"record is a JSON {kind}, not an object", True)]
@@ -56,6 +60,36 @@ def normalise_message(
         if key not in _KNOWN:
             kept[key] = value
     return LegacyMessage(role=role, extra=kept, line=where.line, **columns), problems
+
+
+# Keys a plain record may hold, with the types that need no conversion (token_count, `name`
+# and anything unknown take the careful path).
+_PLAIN_TYPES: dict[str, Any] = {
+    "role": str, "content": (str, list), "timestamp": object, "tool_calls": list, "tool_call_id": str,
+    "tool_name": str, "finish_reason": str, "reasoning": str, "reasoning_details": object,
+    "codex_reasoning_items": object,
+}
+
+
+def _plain_message(record: dict[str, Any], where: Where, tz: tzinfo | None) -> LegacyMessage | None:
+    """The message of a record with only known keys of the right types (nearly every line); None
+    sends anything else down the careful path, which gives the same result plus its problems."""
+    for key, value in record.items():
+        kind = _PLAIN_TYPES.get(key)
+        if kind is None or (value is not None and not isinstance(value, kind)):
+            return None
+    role = record.get("role")
+    stamp = record.get("timestamp")
+    seconds = parse_timestamp(stamp, tz) if stamp is not None else None
+    if not role or (stamp is not None and seconds is None):
+        return None
+    get = record.get
+    return LegacyMessage(
+        role=role, content=get("content"), timestamp=seconds, tool_call_id=get("tool_call_id"),
+        tool_calls=get("tool_calls"), tool_name=get("tool_name"), finish_reason=get("finish_reason"),
+        reasoning=get("reasoning"), reasoning_details=get("reasoning_details"),
+        codex_reasoning_items=get("codex_reasoning_items"), extra={}, line=where.line,
+    )
 
 
 def _columns(

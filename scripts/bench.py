@@ -18,6 +18,7 @@ import argparse
 import datetime as dt
 import random
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,10 +145,15 @@ def export_baseline(db: Path, out: Path) -> float:
     return time.perf_counter() - began
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="hermes-state-tools benchmarks (ratios against baselines)")
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--messages-per-session", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, interleaved; medians compared")
     parser.add_argument("--no-scale", action="store_true", help="skip the 4x corpus memory run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
@@ -156,17 +162,24 @@ def main() -> None:
         total = sum(len(lines) - 1 for _, lines in corpus)
         size = sum(f.stat().st_size for f in (root / "sessions").iterdir())
         print(f"corpus: {args.sessions:,} sessions, {total:,} messages, {size / 1e6:.0f} MB of JSONL")
-        baseline = bulk_limit(root / "bulk.db", corpus)
+        bulk, imports, rss, selects, exports = [], [], 0, [], []
+        for run in range(args.repeat):
+            bulk.append(bulk_limit(root / f"bulk{run}.db", corpus))
+            db = root / f"import{run}.db"
+            seconds, peak = run_cli(["--db", str(db), "import-jsonl", str(root / "sessions"), "--no-progress",
+                                     "--json"])
+            imports.append(seconds)
+            rss = max(rss, peak)
+            selects.append(export_baseline(db, root / "select.jsonl"))
+            exports.append(run_cli(["--db", str(db), "export", "-o", str(root / "export.jsonl")])[0])
         del corpus
-        imported, rss = run_cli(["--db", str(root / "import.db"), "import-jsonl", str(root / "sessions"),
-                                 "--no-progress", "--json"])
-        print(f"import:  bulk limit {baseline:.2f} s, import-jsonl {imported:.2f} s "
-              f"({total / imported:,.0f} msg/s) -> ratio {baseline / imported:.2f} (target >= 0.8)")
-        exported, _ = run_cli(["--db", str(root / "import.db"), "export", "-o", str(root / "export.jsonl")])
-        select = export_baseline(root / "import.db", root / "select.jsonl")
-        print(f"export:  bare SELECT+orjson {select:.2f} s, export {exported:.2f} s "
-              f"-> ratio {select / exported:.2f} (target >= 0.5)")
-        print(f"memory:  peak RSS at 1x {rss / 1024:.0f} MiB")
+        runs = ", ".join(f"{b:.2f}/{i:.2f}" for b, i in zip(bulk, imports, strict=True))
+        print(f"import:  bulk limit {_median(bulk):.2f} s, import-jsonl {_median(imports):.2f} s "
+              f"({total / _median(imports):,.0f} msg/s) -> ratio {_median(bulk) / _median(imports):.2f} "
+              f"(target >= 0.8; runs bulk/import: {runs})")
+        print(f"export:  bare SELECT+orjson {_median(selects):.2f} s, export {_median(exports):.2f} s "
+              f"-> ratio {_median(selects) / _median(exports):.2f} (target >= 0.5)")
+        print(f"memory:  peak RSS of the import (largest of its two processes) at 1x {rss / 1024:.0f} MiB")
         if not args.no_scale:
             make_corpus(root / "sessions4x", args.sessions * 4, args.messages_per_session, seed=11)
             _, rss4 = run_cli(["--db", str(root / "import4x.db"), "import-jsonl", str(root / "sessions4x"),
