@@ -30,14 +30,3 @@ def rebuild(conn: sqlite3.Connection) -> None:
 def optimize(conn: sqlite3.Connection) -> None:
     """Merge the FTS index b-trees into one (faster queries, smaller file)."""
     conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
-
-
-def drop_triggers(conn: sqlite3.Connection) -> None:
-    """Drop the sync triggers (bulk loads index a whole batch at once instead, see `index_rows`)."""
-    for name in TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-
-
-def create_triggers(conn: sqlite3.Connection) -> None:
-    for sql in TRIGGERS.values():
-        conn.execute(sql)

@@ -17,7 +17,6 @@ from .connection import (
 )
 from .database import open_store
 from .paths import default_db_path
-from .upgrade import UpgradeReport
 
 T = TypeVar("T")
 
@@ -186,7 +185,3 @@ class SessionDB:
 
     def delete_session(self, session_id: str) -> bool:
         return self._write(cleanup.delete, session_id)
-
-    @property
-    def upgrade(self) -> UpgradeReport:
-        return self.upgrade_report

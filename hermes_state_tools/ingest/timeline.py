@@ -58,7 +58,3 @@ def _squeeze(count: int, lo: float, hi: float) -> list[float]:
     """Spread `count` times evenly strictly inside (lo, hi)."""
     gap = (hi - lo) / (count + 1)
     return [lo + gap * (i + 1) for i in range(count)]
-
-
-def is_strictly_increasing(values: Sequence[float]) -> bool:
-    return all(b > a for a, b in pairwise(values))
