@@ -108,6 +108,7 @@ def maintain_file(path: Path) -> dict[str, Any]:
     else:
         if problems:
             repaired = repair_file(path, problems=problems)
+            report["backup"] = repaired.backup
             report["repairs"] = [c.as_dict() for c in repaired.changes]
             report["unfixed"] = [f.as_dict() for f in repaired.unfixed]
         report.update(_optimize_and_vacuum(path))

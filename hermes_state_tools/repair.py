@@ -15,6 +15,7 @@ from typing import Any
 
 from . import counters, fts, lineage, titles, upgrade
 from .access import writing
+from .backup import backup_database, timestamped_path
 from .checks import MISSING_PARENTS, Finding, check_file, run_checks
 from .connection import WriteRunner
 from .schema import SCHEMA_VERSION, object_names
@@ -47,13 +48,16 @@ class RepairReport:
     changes: tuple[Change, ...]
     unfixed: tuple[Finding, ...]
     dry_run: bool = False
+    backup: str | None = None  # taken when the repair had to change the schema
+
 
     @property
     def ok(self) -> bool:
         return not self.unfixed
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "dry_run": self.dry_run, "problems": [f.as_dict() for f in self.problems],
+        return {"ok": self.ok, "dry_run": self.dry_run, "backup": self.backup,
+                "problems": [f.as_dict() for f in self.problems],
                 "changes": [c.as_dict() for c in self.changes], "unfixed": [f.as_dict() for f in self.unfixed]}
 
 
@@ -220,10 +224,14 @@ def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...]
     if not problems:
         return RepairReport((), (), (), dry_run)  # healthy: no write lock taken at all
     kinds = {finding.kind for finding in problems}
+    backup = None
+    if "schema_version" in kinds and not dry_run:
+        # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
+        backup = str(backup_database(path, timestamped_path(path)).path)
     with writing(path) as (conn, runner):
         if dry_run:
             changes, unfixed = _dry_run(conn, runner, kinds)
             return RepairReport(problems, tuple(changes), tuple(unfixed), True)
         changes = runner.run(lambda c: apply_fixes(c, kinds))
     # Verified on what was committed, read-only, so the write lock is not held for the checks.
-    return RepairReport(problems, tuple(changes), tuple(check_file(path)), False)
+    return RepairReport(problems, tuple(changes), tuple(check_file(path)), False, backup)

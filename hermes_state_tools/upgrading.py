@@ -39,7 +39,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False) -> d
             copy = Path(scratch) / path.name
             backup_database(path, copy)
             report = _run_upgrade(copy)
-        return {**report, "backup": None, "dry_run": True}
+        return {"ok": True, **report, "backup": None, "dry_run": True}
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
     backup_path = str(backup_database(path, timestamped_path(path)).path) if backup and needed else None
-    return {**_run_upgrade(path), "backup": backup_path, "dry_run": False}
+    return {"ok": True, **_run_upgrade(path), "backup": backup_path, "dry_run": False}

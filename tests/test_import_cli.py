@@ -60,8 +60,9 @@ def test_json_report_has_the_contract_keys_and_one_entry_per_problem(db_path):
 def test_human_report_names_the_counts_and_each_problem(db_path):
     result = cli("--db", db_path, "import-jsonl", LEGACY_HOME, "--no-progress")
     assert result.exit_code == 1
-    assert "imported 26 messages: 6 sessions created, 0 updated; 4 messages already present; 8 files read" in (
-        result.stdout)
+    assert ("imported 26 messages: 6 sessions created, 0 updated; 4 already present (in the database or in "
+            "another copy of the same session); 8 files read") in result.stdout
+    assert "1 record could not be stored (exit code 1)" in result.stdout
     assert f"{HOME_SESSIONS / '20260310_184211_a1c4e9b2.jsonl'}:11: truncated_line:" in result.stdout
 
 

@@ -80,8 +80,46 @@ def emit_failure(message: str, json_document: bool = True) -> None:
         click.echo(orjson.dumps({"ok": False, "error": message}).decode())
 
 
+_OPTION_HINTS = {
+    "--json": "options such as --json go after the command: hermes-state --db FILE status --json",
+    "--no-progress": "options such as --no-progress go after the command",
+    "extra argument": "quote an argument that contains spaces, e.g. hermes-state search \"disk usage\"",
+}
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """A click usage error as one line, with a hint for the mistakes newcomers make."""
+    message = " ".join(exc.format_message().split())
+    if exc.ctx is not None and exc.ctx.parent is not None:  # name the subcommand, not the program again
+        message = f"{exc.ctx.command_path.split(' ', 1)[-1]}: {message}"
+    hints = [hint for needle, hint in _OPTION_HINTS.items() if needle in message]
+    return message + (f" ({hints[0]})" if hints else "")
+
+
 class ToolGroup(click.Group):
     """A click group that turns library errors into one-line messages and the contract's exit codes."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        """Like click's, but a usage error is one line on stderr (and the JSON failure with --json)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            message = usage_line(exc)
+            click.echo(f"hermes-state: {message}", err=True)
+            if "--json" in argv:
+                click.echo(orjson.dumps({"ok": False, "error": message}).decode())
+            sys.exit(EXIT_USAGE)
+        except click.Abort:
+            click.echo("hermes-state: aborted", err=True)
+            sys.exit(EXIT_PROBLEMS)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -139,3 +177,8 @@ def show_progress() -> bool:
 def when(epoch: float | None) -> str:
     """A Unix time as local 'YYYY-MM-DD HH:MM:SS', '-' for none."""
     return dt.datetime.fromtimestamp(epoch).isoformat(sep=" ", timespec="seconds") if epoch else "-"
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 problem', '2 problems'."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")

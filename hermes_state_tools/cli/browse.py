@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
+from ..fts import missing_objects
 from ..readonly import open_readonly, require_supported
 from ..search import search_messages
 from . import main
-from .base import common_options, emit, settings
+from .base import EXIT_PROBLEMS, common_options, emit, fail, settings
 
 
 def _human(doc: dict[str, Any]) -> str:
@@ -45,6 +46,9 @@ def search(query: str, sources: tuple[str, ...], roles: tuple[str, ...], limit: 
     conn = open_readonly(path)
     try:
         require_supported(conn, path)
+        if missing_objects(conn):
+            fail(f"{path}: the search index (messages_fts) or its triggers are missing; "
+                 "run `hermes-state repair` to rebuild it", EXIT_PROBLEMS)
         results = search_messages(conn, query, list(sources) or None, None, list(roles) or None, limit)
     finally:
         conn.close()

@@ -15,7 +15,7 @@ from ..export_stream import FORMATS, select_ids, write_export
 from ..ingest import import_paths
 from ..readonly import open_readonly, require_supported
 from . import main
-from .base import EXIT_PROBLEMS, common_options, emit, settings, show_progress
+from .base import EXIT_PROBLEMS, common_options, emit, plural, settings, show_progress
 from .progress import ExportBar, ImportBars
 
 
@@ -31,19 +31,24 @@ def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> An
 def _human_import(doc: dict[str, Any]) -> str:
     verb = "would import" if doc["dry_run"] else "imported"
     lines = [
-        f"{verb} {doc['messages_imported']:,} messages: {doc['sessions_created']:,} sessions created, "
-        f"{doc['sessions_updated']:,} updated; {doc['messages_skipped_duplicate']:,} messages already present; "
-        f"{doc['files_read']:,} files read",
+        f"{verb} {plural(doc['messages_imported'], 'message')}: {plural(doc['sessions_created'], 'session')} "
+        f"created, {doc['sessions_updated']:,} updated; {doc['messages_skipped_duplicate']:,} already present "
+        f"(in the database or in another copy of the same session); {plural(doc['files_read'], 'file')} read",
     ]
+    if doc.get("backup"):
+        lines.append(f"the database was upgraded first; backup: {doc['backup']}")
     if doc["problems"]:
         counts = ", ".join(f"{kind} {n}" for kind, n in sorted(doc["problem_counts"].items()))
-        lines.append(f"{len(doc['problems'])} problems ({counts}):")
+        failures = doc["records_not_stored"]
+        lines.append(f"{plural(len(doc['problems']), 'problem')} ({counts}); "
+                     + (f"{plural(failures, 'record')} could not be stored (exit code 1):" if failures
+                        else "none lost a record:"))
         lines += [f"  {p['file']}:{p['line'] or '-'}: {p['kind']}: {p['detail']}" for p in doc["problems"]]
     return "\n".join(lines)
 
 
 @main.command("import-jsonl")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Read everything and report what would be written; write nothing.")
 @click.option("--tz", "tz", metavar="ZONE", callback=_zone,
               help="Time zone of naive timestamps in the files (default: this machine's local time).")

@@ -14,7 +14,7 @@ from ..errors import ConfirmationRequired
 from ..maintenance import PrunePlan, backup_file, maintain_file, prune_file, rebuild_fts_file, vacuum_file
 from ..repair import repair_file
 from . import main
-from .base import EXIT_PROBLEMS, common_options, emit, fail, settings
+from .base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
 
 _SHOWN_IDS = 10
 
@@ -142,8 +142,14 @@ def backup(dest: Path, as_json: bool) -> None:
 
 
 def _human_maintain(doc: dict[str, Any]) -> str:
-    lines = [f"{doc['path']}: " + ("healthy" if doc["ok"] else "problems remain")]
-    lines += _listed(f"check found {len(doc['check']['problems'])} problems:", doc["check"]["problems"])
+    found = len(doc["check"]["problems"])
+    if doc["ok"]:
+        verdict = "healthy" if not found else f"healthy after repairing {plural(found, 'problem')}"
+    else:
+        verdict = "problems remain"
+    lines = [f"{doc['path']}: {verdict}"]
+    lines += _listed(f"check found {plural(found, 'problem')}:", doc["check"]["problems"])
+    lines += [f"backup before changing the schema: {doc['backup']}"] if doc.get("backup") else []
     lines += _listed("repaired:", doc["repairs"])
     lines += _listed("left unfixed:", doc["unfixed"])
     lines += [f"note: {doc['note']}"] if doc.get("note") else []

@@ -64,7 +64,8 @@ class ImportStats:
             "ok": not self.failed, "dry_run": self.dry_run, "sessions_created": self.sessions_created,
             "sessions_updated": self.sessions_updated, "messages_imported": self.messages_imported,
             "messages_skipped_duplicate": self.messages_skipped_duplicate, "files_read": self.files_read,
-            "backup": self.backup, "problem_counts": kinds, "problems": [p.as_dict() for p in self.problems],
+            "backup": self.backup, "records_not_stored": sum(p.failure for p in self.problems),
+            "problem_counts": kinds, "problems": [p.as_dict() for p in self.problems],
         }
 
 
@@ -115,6 +116,10 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             stats.backup = str(backup_database(db_path, timestamped_path(db_path)).path)
     files, found = discover(paths)
     log.problems += found
+    if not files:  # nothing to write: the database is not created or opened for it
+        stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",
+                                                 "no legacy transcript files found here")]
+        return stats
     if progress:
         progress.start(len(files))
     if dry_run:

@@ -1,0 +1,84 @@
+"""Mistakes people make at the command line: one line on stderr, the right exit code, nothing created."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hermes_state_tools import SessionDB
+from hermes_state_tools.cli import main
+from tests.schema_fixtures import load_fixture
+
+
+def cli(*args: object):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.create_session("s1", "cli")
+        db.append_message("s1", "user", "disk usage is high")
+    return path
+
+
+@pytest.mark.parametrize(("args", "hint"), [
+    (["--json", "status"], "go after the command"),
+    (["search", "disk", "usage"], "quote an argument"),
+    (["search", "x", "--limit", "0", "--json"], None),
+    (["sessions", "show"], None),
+])
+def test_usage_errors_are_one_line_and_exit_2(store: Path, args: list[str], hint: str | None) -> None:
+    result = cli("--db", store, *args)
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("hermes-state: ")
+    if hint:
+        assert hint in result.stderr
+    if "--json" in args:
+        assert json.loads(result.stdout)["ok"] is False
+    else:
+        assert result.stdout == ""
+
+
+def test_a_directory_as_db_is_a_usage_error(tmp_path: Path) -> None:
+    result = cli("--db", tmp_path, "status", "--json")
+    assert result.exit_code == 2 and json.loads(result.stdout) == {"ok": False, "error": result.stderr.strip()[14:]}
+
+
+def test_import_of_a_missing_path_creates_nothing(tmp_path: Path) -> None:
+    result = cli("--db", tmp_path / "new.db", "import-jsonl", tmp_path / "no-such-folder")
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_import_of_an_empty_folder_reports_it_and_creates_nothing(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = cli("--db", tmp_path / "new.db", "import-jsonl", tmp_path / "empty", "--json")
+    assert result.exit_code == 0
+    assert [p["kind"] for p in json.loads(result.stdout)["problems"]] == ["nothing_found"]
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_search_without_an_index_says_how_to_fix_it(tmp_path: Path) -> None:
+    path = load_fixture("trap_no_fts", tmp_path)
+    result = cli("--db", path, "search", "disk")
+    assert result.exit_code == 1 and "hermes-state repair" in result.stderr
+
+
+def test_repair_that_changes_the_schema_takes_a_backup_first(tmp_path: Path) -> None:
+    path = load_fixture("v2", tmp_path)
+    result = cli("--db", path, "repair", "--json")
+    doc = json.loads(result.stdout)
+    backup = Path(doc["backup"])
+    assert result.exit_code == 0 and backup.exists()
+    assert sqlite3.connect(str(backup)).execute("SELECT version FROM schema_version").fetchone() == (2,)
+
+
+def test_upgrade_report_says_ok(store: Path) -> None:
+    doc = json.loads(cli("--db", store, "upgrade", "--json").stdout)
+    assert doc["ok"] is True and doc["steps"] == [] and doc["backup"] is None
