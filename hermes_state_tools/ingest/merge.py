@@ -6,6 +6,7 @@ messages), the plan goes out; writer.py turns plans into SQL.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from importers.records import LegacyMessage, LegacySession, Problem
 
 from ..schema import SESSION_FIELDS
 from .align import Key, align, insertion_points, message_key
-from .timeline import place_run
+from .timeline import STEP, place_run
 
 IMPORTED_END_REASON = "imported"
 # Copies are merged richest first, so the first copy of a message decides its content.
@@ -43,6 +44,7 @@ class _Slot:
     key: Key | None  # computed only when another copy has to be aligned against this one
     timestamp: float | None  # fixed: an existing row's time; new: the recorded time (or None)
     message: LegacyMessage | None = None  # None for rows already in the database
+    existing_id: int | None = None  # the stored row's id
 
     def identity(self) -> Key:
         if self.key is None:
@@ -58,6 +60,7 @@ class SessionPlan:
     row: dict[str, Any]  # all columns for a new session; the NULL columns to fill for an existing one
     session_extra: dict[str, Any]
     inserts: list[tuple[LegacyMessage, float, int]] = field(default_factory=list)  # message, time, position
+    retimed: list[tuple[int, float]] = field(default_factory=list)  # stored rows moved forward: (id, time)
     duplicates: int = 0
     problems: list[Problem] = field(default_factory=list)
 
@@ -73,7 +76,7 @@ def _key_of(message: LegacyMessage) -> Key:
 
 def _existing_slots(existing: Existing | None) -> list[_Slot]:
     return [
-        _Slot(message_key(m.role, m.content, m.tool_call_id, m.tool_calls), m.timestamp)
+        _Slot(message_key(m.role, m.content, m.tool_call_id, m.tool_calls), m.timestamp, None, m.id)
         for m in (existing.messages if existing else ())
     ]
 
@@ -125,6 +128,36 @@ def _timestamps(slots: list[_Slot], hints: tuple[float | None, float | None], fa
             run = []
         lo = hi if fixed else lo
     return times
+
+
+def _after(value: float) -> float:
+    return max(value + STEP, math.nextafter(value, math.inf))
+
+
+def _keep_order(slots: list[_Slot], times: list[float | None]) -> list[tuple[int, float]]:
+    """Make (timestamp, id) order the merged order: a new message never ties with or undercuts its
+    predecessor, and a stored row right after inserted ones moves forward (by microseconds) when
+    they reached its time. Ties among untouched stored rows keep their id order and stay."""
+    retimed: list[tuple[int, float]] = []
+    previous: float | None = None
+    pushed = False  # whether `previous` belongs to a new or moved message
+    for index, slot in enumerate(slots):
+        if slot.message is not None:
+            value = times[index]
+            assert value is not None
+            if previous is not None and value <= previous:
+                value = _after(previous)
+            times[index], pushed = value, True
+        else:
+            value = slot.timestamp if slot.timestamp is not None else 0.0
+            if pushed and previous is not None and value <= previous:
+                value = _after(previous)
+                assert slot.existing_id is not None
+                retimed.append((slot.existing_id, value))
+            else:
+                pushed = False
+        previous = value
+    return retimed
 
 
 def _first(copies: list[LegacySession], name: str) -> Any:
@@ -185,6 +218,7 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     slots, duplicates = _merge_messages(existing, [c for c in copies if c.has_messages])
     start_hint = _first(copies, "started_at")
     times = _timestamps(slots, (start_hint, end_hint), start_hint or fallback_start)
+    retimed = _keep_order(slots, times)
     inserts = [(s.message, t, i) for i, (s, t) in enumerate(zip(slots, times, strict=True)) if s.message is not None]
     assert all(t is not None for _, t, _ in inserts)
     all_times = [t if s.message is not None else s.timestamp for s, t in zip(slots, times, strict=True)]
@@ -194,5 +228,5 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
         row = _fill_row(existing, copies)
     return SessionPlan(
         session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
-        inserts=[(m, float(t), i) for m, t, i in inserts], duplicates=duplicates,
+        inserts=[(m, float(t), i) for m, t, i in inserts], retimed=retimed, duplicates=duplicates,
     )

@@ -39,12 +39,13 @@ class Prepared:
     tool_calls: int
     duplicates: int
     fingerprint: Fingerprint
+    retimed: list[tuple[int, float]]  # stored rows moved forward to keep the merged order
     unit: Unit  # without its copies: enough to re-read and re-plan
     problems: list[Problem] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
-        return self.create or bool(self.rows or self.row)
+        return self.create or bool(self.rows or self.row or self.retimed)
 
 
 def _json_column(value: Any) -> str | None:
@@ -84,7 +85,8 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit) -> Prepared | None:
         session_id=plan.session_id, create=plan.create, row=plan.row, session_extra=plan.session_extra,
         rows=_rows(plan), message_extras=[(n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra],
         tool_calls=sum(tool_call_increment(m.role, m.tool_calls) for m, _, _ in plan.inserts),
-        duplicates=plan.duplicates, problems=plan.problems, unit=shell, fingerprint=fingerprint(conn, unit.session_id),
+        duplicates=plan.duplicates, problems=plan.problems, unit=shell, retimed=plan.retimed,
+        fingerprint=fingerprint(conn, unit.session_id),
     )
 
 

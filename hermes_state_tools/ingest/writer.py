@@ -102,6 +102,18 @@ def _next_message_id(conn: sqlite3.Connection) -> int:
     return highest + 1
 
 
+def _retime(conn: sqlite3.Connection, item: Prepared) -> None:
+    """Move stored rows forward where inserted messages reached their time (reported, never silent)."""
+    if not item.retimed:
+        return
+    conn.executemany("UPDATE messages SET timestamp = ? WHERE id = ?", [(t, mid) for mid, t in item.retimed])
+    item.problems.append(Problem(
+        f"session {item.session_id}", None, "retimed",
+        f"{len(item.retimed)} stored message(s) moved forward by microseconds so the imported messages "
+        f"sit in their place (ids {', '.join(str(mid) for mid, _ in item.retimed[:5])}"
+        + (", ...)" if len(item.retimed) > 5 else ")")))
+
+
 def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
                 replan: Callable[[sqlite3.Connection, Unit], Prepared | None]) -> list[Prepared]:
     """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
@@ -122,6 +134,7 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
             written += [item] if item is not None else []
             continue
         _write_session_row(conn, item)
+        _retime(conn, item)
         extras.merge_session_extra(conn, item.session_id, item.session_extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
         _insert_rows(conn, item.rows, item.problems)

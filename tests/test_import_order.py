@@ -1,0 +1,55 @@
+"""Messages merged into a stored session keep the file's order even where the stored times leave no room."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from hermes_state_tools import SessionDB
+from hermes_state_tools.ingest import import_paths
+
+SID = "20260101_000000_aaaaaaaa"
+
+
+def _stored(path: Path, contents: list[str], times: list[float]) -> None:
+    with SessionDB(path) as db:
+        db.create_session(SID, "cli")
+        ids = [db.append_message(SID, "user", text) for text in contents]
+        for message_id, stamp in zip(ids, times, strict=True):
+            db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (stamp, message_id))
+
+
+@pytest.mark.parametrize("times", [[1000.0, 1000.0], [1000.0, 1000.000001], [1000.0, 1000.0000002]])
+def test_inserted_messages_sit_between_stored_rows_with_no_room(tmp_path: Path, times: list[float]) -> None:
+    db_path = tmp_path / "state.db"
+    _stored(db_path, ["first", "last"], times)
+    wanted = ["first", "a", "b", "c", "d", "e", "last"]
+    (tmp_path / f"{SID}.jsonl").write_text("".join(json.dumps({"role": "user", "content": t}) + "\n" for t in wanted))
+
+    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"])
+
+    with SessionDB(db_path) as db:
+        messages = db.get_messages(SID)
+    assert [m["content"] for m in messages] == wanted
+    stamps = [m["timestamp"] for m in messages]
+    assert all(b > a for a, b in pairwise(stamps))
+    assert stats.messages_imported == 5 and stats.messages_skipped_duplicate == 2
+    assert stamps[0] == times[0]  # the row before the inserts keeps its time
+
+
+def test_stored_ties_without_inserts_between_them_are_left_alone(tmp_path: Path) -> None:
+    db_path = tmp_path / "state.db"
+    _stored(db_path, ["one", "two", "three"], [5.0, 5.0, 5.0])
+    lines = ["one", "two", "three", "four"]
+    (tmp_path / f"{SID}.jsonl").write_text("".join(json.dumps({"role": "user", "content": t}) + "\n" for t in lines))
+
+    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"])
+
+    with SessionDB(db_path) as db:
+        messages = db.get_messages(SID)
+    assert [m["content"] for m in messages] == lines
+    assert [m["timestamp"] for m in messages[:3]] == [5.0, 5.0, 5.0]
+    assert "retimed" not in [p.kind for p in stats.problems]
