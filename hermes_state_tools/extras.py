@@ -81,3 +81,15 @@ def put_message_extras(conn: sqlite3.Connection, rows: list[tuple[int, str, dict
         f"INSERT OR REPLACE INTO {MESSAGE_TABLE} (message_id, session_id, data) VALUES (?, ?, ?)",
         ((mid, sid, jsonutil.dumps(data)) for mid, sid, data in rows),
     )
+
+
+def drop_session_extra_key(conn: sqlite3.Connection, session_id: str, key: str) -> None:
+    """Remove one key from a session's extra data (the row goes when nothing is left)."""
+    data = session_extra(conn, session_id)
+    if key not in data:
+        return
+    del data[key]
+    if data:
+        conn.execute(f"UPDATE {SESSION_TABLE} SET data = ? WHERE session_id = ?", (jsonutil.dumps(data), session_id))
+    else:
+        conn.execute(f"DELETE FROM {SESSION_TABLE} WHERE session_id = ?", (session_id,))

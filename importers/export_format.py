@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from hermes_state_tools.schema import SESSIONS_COLUMNS
 from importers.messages import Where, normalise_message
 from importers.records import SOURCE_FALLBACK, SOURCE_FROM_INDEX, LegacyMessage, LegacySession, Problem
 from importers.text import JsonLine
@@ -112,11 +113,35 @@ def _read_record(item: JsonLine, file: str, tz: tzinfo | None) -> Iterator[Legac
         yield from problems
         if message is not None:
             messages.append(message)
+    extra = dict(extra) if isinstance(extra, dict) else {}
     fields = {key: column for key, column in session.items() if key != "id"}
+    for key in [k for k, v in fields.items() if not _fits_column(k, v)]:
+        extra[f"original_{key}"] = fields.pop(key)
+        yield Problem(file, item.number, "wrong_type",
+                      f"session field {key!r} is not a {_COLUMN_TYPES.get(key, 'known column')}; "
+                      f"kept in extra['original_{key}']")
     rank = SOURCE_FROM_INDEX if isinstance(fields.get("source"), str) else SOURCE_FALLBACK
     fields.setdefault("source", "unknown")
-    extra = extra if isinstance(extra, dict) else {}
     yield LegacySession(session["id"], file, "export", fields, rank, tuple(messages), extra)
+
+
+# The sessions columns and their SQLite types: an export line written by hand or by another tool
+# may carry anything, and a value SQLite cannot bind must not stop the import of the others.
+_COLUMN_TYPES = {column.name: column.decl.split()[0] for column in SESSIONS_COLUMNS}
+_INT64 = 2**63
+
+
+def _fits_column(key: str, value: Any) -> bool:
+    kind = _COLUMN_TYPES.get(key)
+    if kind is None:
+        return False
+    if value is None:
+        return True
+    if kind == "TEXT":
+        return isinstance(value, str)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return kind == "REAL" or (isinstance(value, int) and -_INT64 <= value < _INT64)
 
 
 def _read_message(row: Any, where: Where, tz: tzinfo | None) -> tuple[LegacyMessage | None, list[Problem]]:

@@ -53,3 +53,34 @@ def test_stored_ties_without_inserts_between_them_are_left_alone(tmp_path: Path)
     assert [m["content"] for m in messages] == lines
     assert [m["timestamp"] for m in messages[:3]] == [5.0, 5.0, 5.0]
     assert "retimed" not in [p.kind for p in stats.problems]
+
+
+def _export_lines(path: Path, links: list[tuple[str, str | None]]) -> None:
+    from importers import export_line
+
+    path.write_bytes(b"".join(
+        export_line({"id": sid, "source": "cli", "started_at": 1.0, "parent_session_id": parent}, [], {}, [])
+        for sid, parent in links))
+
+
+def test_parent_links_that_would_close_a_cycle_are_refused(tmp_path: Path) -> None:
+    _export_lines(tmp_path / "e.jsonl", [("A", "B"), ("B", "A"), ("C", "D")])
+    stats = import_paths(tmp_path / "state.db", [tmp_path / "e.jsonl"])
+    assert sorted((p.kind, p.file) for p in stats.problems) == [("missing_parent", "session C"),
+                                                               ("parent_cycle", "session A")]
+    with SessionDB(tmp_path / "state.db") as db:
+        assert {s["id"]: s["parent_session_id"] for s in db.search_sessions()} == {"A": None, "B": "A", "C": None}
+
+
+def test_a_later_import_never_relinks_what_it_did_not_write(tmp_path: Path) -> None:
+    _export_lines(tmp_path / "e.jsonl", [("A", "B"), ("B", None)])
+    import_paths(tmp_path / "state.db", [tmp_path / "e.jsonl"])
+    with SessionDB(tmp_path / "state.db") as db:
+        assert db.get_session("A")["parent_session_id"] == "B"
+        db._conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE id = 'A'")  # a person unlinked it
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "20260101_000000_bbbbbbbb.jsonl").write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
+    import_paths(tmp_path / "state.db", [other])
+    with SessionDB(tmp_path / "state.db") as db:
+        assert db.get_session("A")["parent_session_id"] is None

@@ -81,15 +81,20 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Any:
 
 
 def _write_all(db: SessionDB, source_batches: Iterator[list[Prepared]], stats: ImportStats, log: ReadLog,
-               replan: Any, progress: Progress | None) -> None:
+               replan: Any, progress: Progress | None) -> list[str]:
+    """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
+    parked: list[str] = []
     for batch in source_batches:
         for item in db._writer.run(lambda conn, batch=batch: write_batch(conn, batch, replan)):
             stats.count(item)
+            if "parent_session_id" in item.session_extra:
+                parked.append(item.session_id)
         if progress:
             progress.advance(files=log.files_read - files_seen,
                              messages=sum(len(p.rows) + p.duplicates for p in batch))
             files_seen = log.files_read
+    return parked
 
 
 def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,
@@ -131,11 +136,9 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             db._conn.execute("PRAGMA synchronous=NORMAL")
             db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
             reader = remote_batches if len(files) >= PARALLEL_FROM_FILES else prepared_batches
-            _write_all(db, reader(db_path, files, tz, source, log), stats, log, _replanner(tz, source), progress)
-            waiting = db._writer.run(restore_parent_links)
-        log.problems += [Problem(f"session {sid}", None, "missing_parent",
-                                 "parent session is not in the database; the link is kept in extra data")
-                         for sid in waiting]
+            parked = _write_all(db, reader(db_path, files, tz, source, log), stats, log, _replanner(tz, source),
+                                progress)
+            log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
     return stats

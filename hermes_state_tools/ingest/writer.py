@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from importers.records import Problem
 
-from .. import counters, extras, jsonutil, titles
+from .. import counters, extras, jsonutil, lineage, titles
+from ..connection import is_lock_error
 from ..schema import SESSION_FIELDS, TRIGGERS
 from .existing import fingerprint
 
@@ -114,6 +115,32 @@ def _retime(conn: sqlite3.Connection, item: Prepared) -> None:
         + (", ...)" if len(item.retimed) > 5 else ")")))
 
 
+def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bool:
+    """Write one session inside a savepoint: a value SQLite refuses fails that session alone (reported)."""
+    conn.execute("SAVEPOINT import_session")
+    try:
+        _write_session_row(conn, item)
+        _retime(conn, item)
+        if item.create:
+            # Extra data left by a session deleted since (Hermes knows no hst_ tables) is stale.
+            extras.delete_for_sessions(conn, "?", (item.session_id,))
+        extras.merge_session_extra(conn, item.session_id, item.session_extra)
+        # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
+        _insert_rows(conn, item.rows, item.problems)
+        extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
+    except sqlite3.Error as exc:
+        if is_lock_error(exc):
+            raise
+        conn.execute("ROLLBACK TO import_session")
+        conn.execute("RELEASE import_session")
+        item.problems.append(Problem(f"session {item.session_id}", None, "not_stored",
+                                     f"the session could not be written ({exc}); nothing of it was stored", True))
+        item.rows, item.create, item.row, item.retimed = [], False, {}, []
+        return False
+    conn.execute("RELEASE import_session")
+    return True
+
+
 def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
                 replan: Callable[[sqlite3.Connection, Unit], Prepared | None]) -> list[Prepared]:
     """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
@@ -133,13 +160,8 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
         if item is None or not (item.changes or item.session_extra):
             written += [item] if item is not None else []
             continue
-        _write_session_row(conn, item)
-        _retime(conn, item)
-        extras.merge_session_extra(conn, item.session_id, item.session_extra)
-        # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
-        _insert_rows(conn, item.rows, item.problems)
-        extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
-        next_id += len(item.rows)
+        if _write_session(conn, item, next_id):
+            next_id += len(item.rows)
         written.append(item)
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
@@ -149,19 +171,27 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
     return written
 
 
-def restore_parent_links(conn: sqlite3.Connection) -> list[str]:
-    """Set parents kept aside (their parent arrived later in the import); returns ids still waiting."""
-    if not extras.present(conn):
-        return []
-    waiting = []
-    rows = conn.execute(
-        f"SELECT s.id, json_extract(e.data, '$.parent_session_id') FROM sessions s JOIN {extras.SESSION_TABLE} e "
-        "ON e.session_id = s.id WHERE s.parent_session_id IS NULL "
-        "AND json_extract(e.data, '$.parent_session_id') IS NOT NULL"
-    ).fetchall()
-    for session_id, parent in rows:
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone():
-            conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (parent, session_id))
+def restore_parent_links(conn: sqlite3.Connection, session_ids: list[str]) -> list[Problem]:
+    """Set the parents this import kept aside (their parent came later in the run).
+
+    Only sessions this run wrote are touched, and a link that would close a lineage cycle is
+    refused: an old parked link must never undo a repair. What cannot be linked is reported and
+    stays in the extra data.
+    """
+    problems: list[Problem] = []
+    for session_id in session_ids:
+        data = extras.session_extra(conn, session_id)
+        parent = data.get("parent_session_id")
+        row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if parent is None or row is None or row[0] is not None:
+            continue
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone() is None:
+            problems.append(Problem(f"session {session_id}", None, "missing_parent",
+                                    f"parent session {parent} is not in the database; the link is kept in extra data"))
+        elif parent == session_id or session_id in lineage.ancestors(conn, parent):
+            problems.append(Problem(f"session {session_id}", None, "parent_cycle",
+                                    f"linking to parent {parent} would close a lineage cycle; kept in extra data"))
         else:
-            waiting.append(session_id)
-    return waiting
+            conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (parent, session_id))
+            extras.drop_session_extra_key(conn, session_id, "parent_session_id")
+    return problems
