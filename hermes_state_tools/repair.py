@@ -8,6 +8,7 @@ no fix here; it is reported as unfixed (restore a backup).
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,7 @@ from typing import Any
 from . import counters, fts, lineage, titles, upgrade
 from .access import writing
 from .backup import backup_database, timestamped_path
-from .checks import MISSING_PARENTS, Finding, check_file, run_checks
-from .connection import WriteRunner
+from .checks import MISSING_PARENTS, Finding, check_file
 from .schema import SCHEMA_VERSION, object_names
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -195,43 +195,32 @@ def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
     return run.changes
 
 
-class _RollBack(Exception):
-    """Carries a dry run's result out of the transaction it rolls back."""
-
-    def __init__(self, result: tuple[list[Change], list[Finding]]) -> None:
-        super().__init__("dry run")
-        self.result = result
-
-
-def _dry_run(conn: sqlite3.Connection, runner: WriteRunner, kinds: set[str]) -> tuple[list[Change], list[Finding]]:
-    """The same fixes and the checks after them, inside a transaction that is rolled back."""
-    conn.execute("PRAGMA cache_spill=OFF")  # uncommitted pages stay in memory: the WAL file keeps its bytes
-
-    def attempt(c: sqlite3.Connection) -> None:
-        changes = apply_fixes(c, kinds)
-        raise _RollBack((changes, run_checks(c)))
-
-    try:
-        runner.run(attempt)
-    except _RollBack as done:
-        return done.result
-    raise AssertionError("unreachable: a dry run always rolls back")  # pragma: no cover
+def _dry_run(path: Path, problems: tuple[Finding, ...]) -> RepairReport:
+    """The same repair on a verified copy: the report is exact and the file is not even opened for writing
+    (opening for writing alone may switch a rollback-journal file to WAL)."""
+    with tempfile.TemporaryDirectory(prefix="hermes-state-repair-") as scratch:
+        copy = Path(scratch) / path.name
+        backup_database(path, copy)
+        done = repair_file(copy, problems=problems)
+    return RepairReport(problems, done.changes, done.unfixed, True)
 
 
 def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...] | None = None) -> RepairReport:
-    """Check (unless findings are given), fix them in one transaction (rolled back on a dry run), check again."""
+    """Check (unless findings are given), fix them in one transaction (on a copy for a dry run), check again."""
     problems = tuple(check_file(path)) if problems is None else problems
     if not problems:
         return RepairReport((), (), (), dry_run)  # healthy: no write lock taken at all
     kinds = {finding.kind for finding in problems}
+    if "integrity" in kinds:
+        # Writing into a damaged b-tree can spread the damage: nothing is touched; restore a backup.
+        return RepairReport(problems, (), problems, dry_run)
+    if dry_run:
+        return _dry_run(path, problems)
     backup = None
-    if "schema_version" in kinds and not dry_run:
+    if "schema_version" in kinds:
         # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
         backup = str(backup_database(path, timestamped_path(path)).path)
-    with writing(path) as (conn, runner):
-        if dry_run:
-            changes, unfixed = _dry_run(conn, runner, kinds)
-            return RepairReport(problems, tuple(changes), tuple(unfixed), True)
+    with writing(path) as (_conn, runner):
         changes = runner.run(lambda c: apply_fixes(c, kinds))
     # Verified on what was committed, read-only, so the write lock is not held for the checks.
     return RepairReport(problems, tuple(changes), tuple(check_file(path)), False, backup)

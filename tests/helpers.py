@@ -27,10 +27,11 @@ def session_with_messages(db: SessionDB, session_id: str, *contents: str, source
 
 
 def file_digests(db_path: Path) -> dict[str, str]:
-    """sha256 of the database file and of each sidecar that exists."""
+    """sha256 of the database file and of its WAL when the WAL holds anything (a reader may leave an
+    empty one behind, which carries no data)."""
     digests = {}
     for path in (db_path, db_path.with_name(db_path.name + "-wal")):
-        if path.exists():
+        if path.exists() and (path == db_path or path.stat().st_size):
             digests[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
 

@@ -37,7 +37,7 @@ def test_check_changes_no_byte_and_takes_no_write_lock(tmp_path, name):
         writer.execute("BEGIN IMMEDIATE")
         writer.execute("UPDATE sessions SET title = 'in flight' WHERE id = 'gamma'")
         before = file_digests(path)
-        assert set(before) == {"state.db", "state.db-wal"}
+        assert "state.db" in before and path.with_name("state.db-wal").exists()  # the writer holds the WAL open
         started = time.monotonic()
         code, doc = cli_json("--db", path, "check", "--no-progress")
         assert time.monotonic() - started < 1.0  # never waited for the lock (the busy timeout is 1 s)

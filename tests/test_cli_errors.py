@@ -82,3 +82,20 @@ def test_repair_that_changes_the_schema_takes_a_backup_first(tmp_path: Path) -> 
 def test_upgrade_report_says_ok(store: Path) -> None:
     doc = json.loads(cli("--db", store, "upgrade", "--json").stdout)
     assert doc["ok"] is True and doc["steps"] == [] and doc["backup"] is None
+
+
+def test_repair_dry_run_never_opens_a_rollback_journal_file_for_writing(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.create_session("s1", "cli")
+        db.append_message("s1", "user", "hello")
+    conn = sqlite3.connect(str(path))
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("DROP TRIGGER messages_fts_update")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    result = cli("--db", path, "repair", "--dry-run", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["changes"]
+    assert path.read_bytes() == before
+    assert sqlite3.connect(str(path)).execute("PRAGMA journal_mode").fetchone() == ("delete",)
