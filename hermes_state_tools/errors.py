@@ -50,3 +50,7 @@ class SessionIdError(HermesStateError):
 
 class ConfirmationRequired(HermesStateError):
     """A command that deletes ran without a terminal to confirm on and without --yes; nothing changed."""
+
+
+class ImportReaderError(HermesStateError):
+    """The import's reader process failed or died; what was committed before stays, a re-run finishes."""

@@ -82,7 +82,8 @@ def _markdown_message(message: dict[str, Any], extra: dict[str, Any]) -> list[st
         lines += [text, ""]
     calls = jsonutil.loads_or_raw(message["tool_calls"]) if message.get("tool_calls") else []
     for call in calls if isinstance(calls, list) else [calls]:
-        function = call.get("function", {}) if isinstance(call, dict) else {}
+        function = call.get("function") if isinstance(call, dict) else None
+        function = function if isinstance(function, dict) else {}
         lines += [f"Tool call `{function.get('name', '?')}`:", "```json", str(function.get("arguments", call)),
                   "```", ""]
     return lines

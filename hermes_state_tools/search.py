@@ -7,6 +7,7 @@ import re
 import sqlite3
 from typing import Any
 
+from .connection import is_lock_error
 from .jsonutil import content_text
 
 _OPERATORS = {"AND", "OR", "NOT"}
@@ -218,7 +219,9 @@ def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, l
         try:
             results = fts_search(conn, fts_query, filters, limit, offset)
         except sqlite3.OperationalError as exc:
-            if "fts5" not in str(exc) and "syntax" not in str(exc):
+            # The sanitizer should make every query valid; should FTS5 still refuse one, the
+            # substring search below answers instead. Lock errors are real errors.
+            if is_lock_error(exc):
                 raise
             fts_query = ""
     terms = plain_terms(query)

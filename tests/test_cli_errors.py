@@ -99,3 +99,10 @@ def test_repair_dry_run_never_opens_a_rollback_journal_file_for_writing(tmp_path
     assert result.exit_code == 0 and json.loads(result.stdout)["changes"]
     assert path.read_bytes() == before
     assert sqlite3.connect(str(path)).execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_markdown_export_survives_odd_tool_calls(store: Path) -> None:
+    with SessionDB(store) as db:
+        db.append_message("s1", "assistant", "", tool_calls=[{"function": "ls"}, "raw", {"function": {"name": "x"}}])
+    result = cli("--db", store, "export", "--format", "md")
+    assert result.exit_code == 0 and "Tool call `x`" in result.stdout and "Tool call `?`" in result.stdout

@@ -23,6 +23,7 @@ import hermes_state_tools
 import importers
 
 from ..connection import connect
+from ..errors import ImportReaderError
 from .prepare import Prepared, batches, prepare
 from .units import ReadLog, UnitReader
 
@@ -82,12 +83,15 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
         while True:
             try:
                 kind, payload, problems, files_read = pickle.load(child.stdout)
-            except EOFError:
-                raise RuntimeError(f"the import's reader process died unexpectedly (exit {child.wait()})") from None
+            except (EOFError, pickle.UnpicklingError) as exc:
+                raise ImportReaderError(f"the import's reader process died unexpectedly (exit {child.wait()}); "
+                                        "what was imported so far is kept, re-run to finish") from exc
             log.problems += problems
             log.files_read += files_read
             if kind == "error":
-                raise RuntimeError(f"the import's reader process failed:\n{payload}")
+                last = payload.strip().splitlines()[-1] if payload.strip() else "unknown error"
+                raise ImportReaderError(f"the import's reader process failed ({last}); what was imported so far "
+                                        "is kept, re-run to finish")
             if kind == "done":
                 return
             yield payload
