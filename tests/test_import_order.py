@@ -84,3 +84,22 @@ def test_a_later_import_never_relinks_what_it_did_not_write(tmp_path: Path) -> N
     import_paths(tmp_path / "state.db", [other])
     with SessionDB(tmp_path / "state.db") as db:
         assert db.get_session("A")["parent_session_id"] is None
+
+
+def test_dry_run_counts_match_a_real_run_when_a_session_comes_back_in_a_save_file(tmp_path: Path) -> None:
+    saved = tmp_path / "sessions" / "saved"
+    saved.mkdir(parents=True)
+    lines = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    (tmp_path / "sessions" / f"{SID}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (saved / "hermes_conversation_20260101_000500.json").write_text(json.dumps(
+        {"session_id": SID, "model": "m", "session_start": "2026-01-01T00:00:00",
+         "messages": [*lines, {"role": "user", "content": "c"}]}))
+
+    def counts(stats):
+        return (stats.sessions_created, stats.sessions_updated, stats.messages_imported,
+                stats.messages_skipped_duplicate)
+
+    dry = import_paths(tmp_path / "state.db", [tmp_path], dry_run=True)
+    assert not (tmp_path / "state.db").exists()
+    real = import_paths(tmp_path / "state.db", [tmp_path])
+    assert counts(dry) == counts(real) == (1, 1, 3, 2)

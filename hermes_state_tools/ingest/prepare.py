@@ -17,7 +17,7 @@ from importers.records import LegacySession, Problem
 from .. import jsonutil
 from ..messages import tool_call_increment
 from .existing import Fingerprint, fingerprint, load_existing
-from .merge import SessionPlan, plan_session
+from .merge import Existing, ExistingMessage, SessionPlan, plan_session
 from .units import Unit
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
@@ -73,9 +73,10 @@ def _wanted(unit: Unit, existing: bool) -> bool:
     return bool(unit.copies) and unit.index_entry is not None
 
 
-def prepare(conn: sqlite3.Connection | None, unit: Unit) -> Prepared | None:
-    """Plan one unit against the database as it is now; None when there is nothing to write."""
-    existing = load_existing(conn, unit.session_id) if conn is not None else None
+def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | None = None) -> Prepared | None:
+    """Plan one unit against the database as it is now (or, for a dry run, against `pretend`: what the
+    run would already have written for this session); None when there is nothing to write."""
+    existing = pretend or (load_existing(conn, unit.session_id) if conn is not None else None)
     if not _wanted(unit, existing is not None):
         return None
     copies: list[LegacySession] = unit.copies + ([unit.index_entry] if unit.index_entry else [])
@@ -104,3 +105,14 @@ def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:
             text = 0
     if batch:
         yield batch
+
+
+def as_written(item: Prepared, before: Existing | None) -> Existing:
+    """What the session would hold once `item` is written: the starting point of a dry run's next copy."""
+    retimed = dict(item.retimed)
+    kept = [ExistingMessage(m.id, m.role, m.content, m.tool_call_id, m.tool_calls, retimed.get(m.id, m.timestamp))
+            for m in (before.messages if before else ())]
+    added = [ExistingMessage(-n - 1, row[1], row[2], row[3], jsonutil.loads_or_raw(row[4]) if row[4] else None,
+                             row[6]) for n, row in enumerate(item.rows)]
+    row = {**(before.row if before else {}), **item.row}
+    return Existing(row, tuple(sorted(kept + added, key=lambda m: (m.timestamp, m.id > 0, abs(m.id)))))

@@ -13,11 +13,14 @@ from importers import discover
 from importers.records import Problem
 
 from ..backup import backup_database, timestamped_path
+from ..connection import connect
 from ..database import refuse_newer
 from ..readonly import open_readonly
 from ..store import SessionDB
 from ..upgrade import pending
-from .prepare import Prepared, prepare
+from .existing import load_existing
+from .merge import Existing
+from .prepare import Prepared, as_written, prepare
 from .units import ReadLog, Unit, UnitReader
 from .worker import prepared_batches, remote_batches
 from .writer import restore_parent_links, write_batch
@@ -99,10 +102,21 @@ def _write_all(db: SessionDB, source_batches: Iterator[list[Prepared]], stats: I
 
 def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,
              log: ReadLog) -> None:
-    existing = db_path if db_path.exists() and db_path.stat().st_size else None
-    for batch in prepared_batches(existing, files, tz, source, log):
-        for item in batch:
-            stats.count(item)
+    """Plan everything without writing; a session met again (a /save file, an export line) is planned
+    against what the run would already have written for it, so the counts match a real run."""
+    conn = connect(db_path, readonly=True) if db_path.exists() and db_path.stat().st_size else None
+    written: dict[str, Existing] = {}
+    try:
+        for unit in UnitReader(files, tz, source, log).units():
+            before = written.get(unit.session_id)
+            item = prepare(conn, unit, before)
+            if item is not None:
+                stats.count(item)
+                written[unit.session_id] = as_written(item, before or (
+                    load_existing(conn, unit.session_id) if conn is not None else None))
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
