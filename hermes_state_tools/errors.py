@@ -54,3 +54,7 @@ class ConfirmationRequired(HermesStateError):
 
 class ImportReaderError(HermesStateError):
     """The import's reader process failed or died; what was committed before stays, a re-run finishes."""
+
+
+class SearchIndexMissingError(HermesStateError):
+    """The FTS table or its triggers are missing; `repair` (or opening with SessionDB) rebuilds them."""

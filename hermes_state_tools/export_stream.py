@@ -11,11 +11,13 @@ import datetime as dt
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from importers.export_format import export_line
 
 from . import extras, jsonutil
+from .access import reading
 from .errors import SessionIdError
 from .exporting import session_ids
 from .sessions import resolve_id
@@ -125,3 +127,17 @@ def write_export(conn: sqlite3.Connection, out: BinaryIO, ids: list[str], fmt: s
     if fmt == "json":
         out.write(b"\n]\n")
     return written
+
+
+def export_file(path: Path, out: BinaryIO, session: str | None = None, source: str | None = None,
+                fmt: str = "jsonl", on_start: Any = None, on_session: Any = None) -> int:
+    """Export from the database at `path` to `out` in one read snapshot; returns the sessions written.
+
+    `on_start(total)` and `on_session()` let a caller show progress.
+    """
+    with reading(path) as conn:
+        conn.execute("BEGIN")  # one consistent snapshot while other processes keep writing
+        ids = select_ids(conn, session, source)
+        if on_start is not None:
+            on_start(len(ids))
+        return write_export(conn, out, ids, fmt, on_session)

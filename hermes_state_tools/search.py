@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from pathlib import Path
 from typing import Any
 
+from .access import reading
 from .connection import is_lock_error
+from .errors import SearchIndexMissingError
+from .fts import missing_objects
 from .jsonutil import content_text
 
 _OPERATORS = {"AND", "OR", "NOT"}
@@ -232,3 +236,14 @@ def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, l
     # Nothing matched as words: the text may still hold the terms inside longer tokens
     # or in characters the unicode61 tokenizer treats as separators.
     return substring_search(conn, terms, filters, limit, offset)
+
+
+def search_file(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
+                limit: int = 20) -> list[dict[str, Any]]:
+    """`search_messages` on the database at `path`, read-only; a missing index is a clear error."""
+    with reading(path) as conn:
+        if missing_objects(conn):
+            raise SearchIndexMissingError(
+                f"{path}: the search index (messages_fts) or its triggers are missing; "
+                "run `hermes-state repair` to rebuild it")
+        return search_messages(conn, query, source_filter, None, role_filter, limit)

@@ -41,11 +41,6 @@ def clean_title(title: str | None) -> str | None:
     return folded or None
 
 
-def validate_title(title: str | None) -> str | None:
-    """Clean a title and enforce the length limit (ValueError when too long)."""
-    return clean_title(title)
-
-
 def split_numbered(title: str) -> tuple[str, int | None]:
     """'X #3' -> ('X', 3); 'X' -> ('X', None)."""
     match = _NUMBERED.match(title)
@@ -98,7 +93,7 @@ def resolve_by_title(conn: sqlite3.Connection, title: str) -> str | None:
 
 def set_title(conn: sqlite3.Connection, session_id: str, title: str | None) -> bool:
     """Store a cleaned title; ValueError if it is too long or held by another session."""
-    cleaned = validate_title(title)
+    cleaned = clean_title(title)
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
         return False
     if cleaned is not None:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import click
 
-from ..fts import missing_objects
-from ..readonly import open_readonly, require_supported
-from ..search import search_messages
+from ..search import search_file
 from . import main
-from .base import EXIT_PROBLEMS, common_options, emit, fail, settings
+from .base import common_options, emit, settings, when
 
 
 def _human(doc: dict[str, Any]) -> str:
@@ -19,8 +16,7 @@ def _human(doc: dict[str, Any]) -> str:
         return "no matches"
     lines = []
     for hit in doc["results"]:
-        when = dt.datetime.fromtimestamp(hit["timestamp"]).isoformat(sep=" ", timespec="seconds")
-        lines.append(f"{hit['session_id']}  {when}  {hit['source']}  {hit['role']}")
+        lines.append(f"{hit['session_id']}  {when(hit['timestamp'])}  {hit['source']}  {hit['role']}")
         lines.append("    " + " ".join(str(hit["snippet"] or "").split()))
     return "\n".join(lines)
 
@@ -42,14 +38,5 @@ def search(query: str, sources: tuple[str, ...], roles: tuple[str, ...], limit: 
       hermes-state search "disk usage"
       hermes-state search deploy* --source telegram --role assistant --json
     """
-    path = settings().db
-    conn = open_readonly(path)
-    try:
-        require_supported(conn, path)
-        if missing_objects(conn):
-            fail(f"{path}: the search index (messages_fts) or its triggers are missing; "
-                 "run `hermes-state repair` to rebuild it", EXIT_PROBLEMS)
-        results = search_messages(conn, query, list(sources) or None, None, list(roles) or None, limit)
-    finally:
-        conn.close()
+    results = search_file(settings().db, query, list(sources) or None, list(roles) or None, limit)
     emit({"ok": True, "query": query, "results": results}, _human)

@@ -11,9 +11,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from ..export_stream import FORMATS, select_ids, write_export
+from ..export_stream import FORMATS, export_file
 from ..ingest import import_paths
-from ..readonly import open_readonly, require_supported
 from . import main
 from .base import EXIT_PROBLEMS, common_options, emit, plural, settings, show_progress
 from .progress import ExportBar, ImportBars
@@ -93,22 +92,17 @@ def export(output: Path | None, session: str | None, source: str | None, fmt: st
       hermes-state export --session 20260310_1842 --format md
       hermes-state export --source telegram --format json -o telegram.json
     """
-    path = settings().db
-    conn = open_readonly(path)
+    bar = ExportBar() if show_progress() else None
+    hooks = {"on_start": bar.start, "on_session": bar.advance} if bar else {}
     try:
-        require_supported(conn, path)
-        conn.execute("BEGIN")  # one consistent snapshot while other processes keep writing
-        ids = select_ids(conn, session, source)
-        bar = ExportBar(len(ids)) if show_progress() else None
         if output is None:
-            write_export(conn, sys.stdout.buffer, ids, fmt, bar.advance if bar else None)
+            export_file(settings().db, sys.stdout.buffer, session, source, fmt, **hooks)
             sys.stdout.buffer.flush()
         else:
-            _write_atomically(output, lambda out: write_export(conn, out, ids, fmt, bar.advance if bar else None))
+            _write_atomically(output, lambda out: export_file(settings().db, out, session, source, fmt, **hooks))
+    finally:
         if bar:
             bar.close()
-    finally:
-        conn.close()
 
 
 def _write_atomically(output: Path, write: Any) -> None:

@@ -30,8 +30,11 @@ class ImportBars:
 
 
 class ExportBar:
-    def __init__(self, total: int) -> None:
-        self.bar = tqdm(total=total, desc="sessions", unit="session", file=sys.stderr)
+    def __init__(self) -> None:
+        self.bar = tqdm(desc="sessions", unit="session", file=sys.stderr)
+
+    def start(self, total: int) -> None:
+        self.bar.reset(total=total)
 
     def advance(self) -> None:
         self.bar.update(1)

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from ..schema import SCHEMA_VERSION
 from ..status import read_status
 from . import main
-from .base import EXIT_TOO_NEW, common_options, emit, fail, settings
-
-
-def _when(epoch: float | None) -> str:
-    return dt.datetime.fromtimestamp(epoch).isoformat(sep=" ", timespec="seconds") if epoch else "-"
+from .base import EXIT_TOO_NEW, common_options, emit, fail, settings, when
 
 
 def _human(doc: dict[str, Any]) -> str:
@@ -24,8 +19,8 @@ def _human(doc: dict[str, Any]) -> str:
         f"sessions:       {doc['sessions']:,}",
         f"messages:       {doc['messages']:,}",
         f"file size:      {doc['db_bytes']:,} bytes (WAL {doc['wal_bytes']:,} bytes, FTS {fts})",
-        f"oldest session: {_when(doc['oldest_session_started'])}",
-        f"newest session: {_when(doc['newest_session_started'])}",
+        f"oldest session: {when(doc['oldest_session_started'])}",
+        f"newest session: {when(doc['newest_session_started'])}",
     ])
 
 
