@@ -18,9 +18,8 @@ from importers.export_format import export_line
 
 from . import extras, jsonutil
 from .access import reading
-from .errors import SessionIdError
+from .browsing import resolve
 from .exporting import session_ids
-from .sessions import resolve_id
 
 FORMATS = ("jsonl", "json", "md")
 
@@ -37,9 +36,7 @@ def select_ids(conn: sqlite3.Connection, session: str | None, source: str | None
     """The ids to export: one session (exact id or unique prefix), else all, optionally of one source."""
     if session is None:
         return session_ids(conn, source)
-    resolved = resolve_id(conn, session)
-    if resolved is None:
-        raise SessionIdError(f"no session with id or unique id prefix {session!r}")
+    resolved = resolve(conn, session)
     row = conn.execute("SELECT source FROM sessions WHERE id = ?", (resolved,)).fetchone()
     return [resolved] if source is None or row[0] == source else []
 
