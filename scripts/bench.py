@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import random
 import sqlite3
 import statistics
@@ -145,6 +146,14 @@ def export_baseline(db: Path, out: Path) -> float:
     return time.perf_counter() - began
 
 
+def _settle(root: Path, keep: Path | None = None) -> None:
+    """Drop the previous runs' databases and flush dirty pages, so no run pays for another's write-back."""
+    for path in root.glob("*.db*"):
+        if keep is None or not path.name.startswith(keep.name):
+            path.unlink()
+    os.sync()
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -164,13 +173,17 @@ def main() -> None:
         print(f"corpus: {args.sessions:,} sessions, {total:,} messages, {size / 1e6:.0f} MB of JSONL")
         bulk, imports, rss, selects, exports = [], [], 0, [], []
         for run in range(args.repeat):
+            _settle(root)
             bulk.append(bulk_limit(root / f"bulk{run}.db", corpus))
             db = root / f"import{run}.db"
+            _settle(root, keep=db)
             seconds, peak = run_cli(["--db", str(db), "import-jsonl", str(root / "sessions"), "--no-progress",
                                      "--json"])
             imports.append(seconds)
             rss = max(rss, peak)
+            os.sync()
             selects.append(export_baseline(db, root / "select.jsonl"))
+            os.sync()
             exports.append(run_cli(["--db", str(db), "export", "-o", str(root / "export.jsonl")])[0])
         del corpus
         runs = ", ".join(f"{b:.2f}/{i:.2f}" for b, i in zip(bulk, imports, strict=True))

@@ -149,6 +149,9 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
             db._conn.execute("PRAGMA synchronous=NORMAL")
             db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
+            # Checkpoint every ~32 MiB of WAL instead of every 4 MiB: pages the batches rewrite (FTS
+            # segments, b-tree interiors) are copied back far less often; measured ~4% of the import.
+            db._conn.execute("PRAGMA wal_autocheckpoint=8192")
             reader = remote_batches if len(files) >= PARALLEL_FROM_FILES else prepared_batches
             parked = _write_all(db, reader(db_path, files, tz, source, log), stats, log, _replanner(tz, source),
                                 progress)
