@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import counters, fts_audit, lineage
+from . import counters, fts_audit, lineage, titles
 from .access import reading
 from .schema import FTS_TABLE, INDEXES, SCHEMA_VERSION, TRIGGERS, object_names, table_columns
 from .upgrade import detect_schema_version
@@ -59,15 +59,19 @@ def integrity(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding
         yield Finding("fts_out_of_sync" if FTS_TABLE in line else "integrity", f"{pragma}: {line}")
 
 
+def orphaned_messages(conn: sqlite3.Connection) -> list[tuple[str, float, float, int]]:
+    """(session id, first time, last time, count) of messages whose session does not exist."""
+    return [tuple(row) for row in conn.execute(
+        "SELECT session_id, MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages m WHERE NOT EXISTS "
+        "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id ORDER BY session_id"
+    )]
+
+
 def foreign_keys(conn: sqlite3.Connection) -> Iterator[Finding]:
     """Rows pointing at a row that does not exist (a session's own parent link is `missing_parent`)."""
     violations = {(row[0], row[2]) for row in conn.execute("PRAGMA foreign_key_check")}
     if ("messages", "sessions") in violations:
-        rows = conn.execute(
-            "SELECT session_id, COUNT(*) FROM messages m WHERE NOT EXISTS "
-            "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id ORDER BY session_id"
-        )
-        for session_id, count in rows:
+        for session_id, _first, _last, count in orphaned_messages(conn):
             yield Finding("foreign_key", f"{count} messages belong to session {session_id!r}, which does not exist",
                           (session_id,))
     for table, parent in sorted(violations - {("messages", "sessions"), ("sessions", "sessions")}):
@@ -140,12 +144,8 @@ def duplicate_titles(conn: sqlite3.Connection) -> Iterator[Finding]:
     """Non-NULL titles held by more than one session (holders listed oldest first)."""
     if "title" not in table_columns(conn, "sessions"):
         return
-    shared = conn.execute(
-        "SELECT title FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING COUNT(*) > 1 ORDER BY title"
-    ).fetchall()
-    for (title,) in shared:
-        holders = _ids(conn, "SELECT id FROM sessions WHERE title = ? ORDER BY started_at, id", (title,))
-        yield Finding("duplicate_title", f"title {title!r} is held by {len(holders)} sessions", holders)
+    for title, holders in titles.shared_titles(conn):
+        yield Finding("duplicate_title", f"title {title!r} is held by {len(holders)} sessions", tuple(holders))
 
 
 def schema_version(conn: sqlite3.Connection) -> Iterator[Finding]:

@@ -17,7 +17,7 @@ from typing import Any
 from . import counters, fts, lineage, titles, upgrade
 from .access import writing
 from .backup import backup_database, timestamped_path
-from .checks import MISSING_PARENTS, Finding, check_file
+from .checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from .schema import SCHEMA_VERSION, object_names
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -72,10 +72,7 @@ class _Run:
 
 def recover_orphan_messages(run: _Run) -> None:
     """Messages whose session is missing keep their rows: a placeholder session is created for them."""
-    rows = run.conn.execute(
-        "SELECT session_id, MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages m WHERE NOT EXISTS "
-        "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id ORDER BY session_id"
-    ).fetchall()
+    rows = orphaned_messages(run.conn)
     for session_id, first, last, count in rows:
         run.conn.execute(
             "INSERT INTO sessions (id, source, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?)",

@@ -106,21 +106,27 @@ def set_title(conn: sqlite3.Connection, session_id: str, title: str | None) -> b
     return True
 
 
+def shared_titles(conn: sqlite3.Connection) -> list[tuple[str, list[str]]]:
+    """Each non-NULL title held by more than one session, with its holders oldest first."""
+    shared = conn.execute(
+        "SELECT title FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING COUNT(*) > 1 ORDER BY title"
+    ).fetchall()
+    return [
+        (title, [row[0] for row in conn.execute(
+            "SELECT id FROM sessions WHERE title = ? ORDER BY started_at, id", (title,))])
+        for (title,) in shared
+    ]
+
+
 def dedupe_titles(conn: sqlite3.Connection) -> list[dict[str, str]]:
     """Give every session that shares a non-NULL title with an earlier one the next free number.
 
     The session that started first keeps the title exactly; each later one becomes
     `"<title> #N"`. Returns one `{"session_id", "old", "new"}` per rename.
     """
-    shared = conn.execute(
-        "SELECT title FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING COUNT(*) > 1"
-    ).fetchall()
     renames: list[dict[str, str]] = []
-    for (title,) in shared:
-        holders = conn.execute(
-            "SELECT id FROM sessions WHERE title = ? ORDER BY started_at, id", (title,)
-        ).fetchall()
-        for (session_id,) in holders[1:]:
+    for title, holders in shared_titles(conn):
+        for session_id in holders[1:]:
             new = next_title_in_lineage_unchecked(conn, title)
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (new, session_id))
             renames.append({"session_id": session_id, "old": title, "new": new})

@@ -121,9 +121,6 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bo
     try:
         _write_session_row(conn, item)
         _retime(conn, item)
-        if item.create:
-            # Extra data left by a session deleted since (Hermes knows no hst_ tables) is stale.
-            extras.delete_for_sessions(conn, "?", (item.session_id,))
         extras.merge_session_extra(conn, item.session_id, item.session_extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
         _insert_rows(conn, item.rows, item.problems)
@@ -149,6 +146,10 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
     session of this batch was the same one) is planned again against what is there now.
     """
     first_id = next_id = _next_message_id(conn)
+    created = [item.session_id for item in batch if item.create]
+    if created:
+        # Extra data left by sessions deleted since (Hermes knows no hst_ tables) is stale.
+        extras.delete_for_sessions(conn, ",".join("?" * len(created)), created)
     has_trigger = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_INSERT_TRIGGER,)
     ).fetchone() is not None
