@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 from datetime import tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 
 from importers.records import LegacyMessage, Problem
 from importers.timestamps import parse_timestamp
@@ -16,8 +15,7 @@ _KNOWN = {"role", "content", "timestamp", "tool_calls", "token_count", "name", *
 _INT64 = 2**63
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     """Where a record came from: the file, its line (None in whole-object files) and its position."""
 
     file: str
@@ -160,7 +158,8 @@ def _tool_name(record: dict[str, Any], role: str, columns: dict[str, Any], extra
 
 
 def fill_tool_names(messages: list[LegacyMessage]) -> list[LegacyMessage]:
-    """Give tool rows without a name the name of the assistant tool call with the same id."""
+    """Give tool rows without a name the name of the assistant tool call with the same id (in place:
+    the reader that built these messages has not handed them on yet)."""
     names: dict[str, str] = {}
     for message in messages:
         for call in message.tool_calls or ():
@@ -168,9 +167,7 @@ def fill_tool_names(messages: list[LegacyMessage]) -> list[LegacyMessage]:
             name = function.get("name") if isinstance(function, dict) else None
             if isinstance(name, str) and isinstance(call.get("id"), str):
                 names.setdefault(call["id"], name)
-    return [
-        replace(m, tool_name=names[m.tool_call_id])
-        if m.role == "tool" and m.tool_name is None and m.tool_call_id in names
-        else m
-        for m in messages
-    ]
+    for message in messages:
+        if message.role == "tool" and message.tool_name is None and message.tool_call_id in names:
+            message.tool_name = names[message.tool_call_id]
+    return messages

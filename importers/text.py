@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -16,8 +16,7 @@ from importers.records import Problem
 BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True)
-class JsonLine:
+class JsonLine(NamedTuple):
     """One line of a JSONL file that parsed as JSON (any JSON value, not only objects)."""
 
     number: int  # 1-based

@@ -14,6 +14,13 @@ _FRACTION = re.compile(r"(?<=:\d\d)\.(\d+)")
 
 def parse_timestamp(value: Any, tz: tzinfo | None = None) -> float | None:
     """Return epoch seconds for an ISO string, an epoch number or a numeric string, else None."""
+    if type(value) is str and value[4:5] == "-":  # "YYYY-...": nearly every timestamp, tried first
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass  # the careful path below strips, mends Python 3.10's gaps and checks for numbers
+        else:
+            return _epoch(moment, tz)
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -46,9 +53,17 @@ def _iso_seconds(text: str, tz: tzinfo | None) -> float | None:
                 text = text[:-1] + "+00:00"
             text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
             moment = datetime.fromisoformat(text)
-        if moment.tzinfo is None and tz is not None:
-            moment = moment.replace(tzinfo=tz)
+    except ValueError:
+        return None
+    return _epoch(moment, tz)
+
+
+def _epoch(moment: datetime, tz: tzinfo | None) -> float | None:
+    """Epoch seconds of a parsed time; a naive one is local time, or in `tz` when given."""
+    if moment.tzinfo is None and tz is not None:
+        moment = moment.replace(tzinfo=tz)
+    try:
         return moment.timestamp()
-    except (ValueError, OverflowError, OSError):
-        # OverflowError/OSError: years the platform's mktime cannot place (year 1 or 9999 naive).
+    except (OverflowError, OSError, ValueError):
+        # Years the platform's mktime cannot place (year 1 or 9999 naive).
         return None

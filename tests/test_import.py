@@ -490,14 +490,18 @@ def finish_and_compare(db: Path, corpus: Corpus, already: int) -> None:
 
 def kill_and_resume(db: Path, corpus: Corpus, kills: int, seed: int) -> None:
     rng, seen = random.Random(seed), []
+    scratch = db.parent / "tmp"  # the import's TMPDIR: where its reader keeps staging files
+    scratch.mkdir()
     for _ in range(kills):
         process = subprocess.Popen(import_command(db, corpus.folder), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)  # its own process group
+                                   stderr=subprocess.DEVNULL, start_new_session=True,  # its own process group
+                                   env={**os.environ, "TMPDIR": str(scratch)})
         time.sleep(rng.uniform(0.05, max(1.5, corpus.seconds)))  # anywhere in a run, also on a slow machine
         process.kill()  # SIGKILL: no cleanup of any kind
         process.wait()
         seen.append(assert_consistent(db, corpus.written))
         wait_until_group_gone(process.pid)
+        assert list(scratch.iterdir()) == []  # the orphaned reader removed its staging files
     assert any(0 < n < len(corpus.written) for n in seen), seen  # some kills did land in the middle
     finish_and_compare(db, corpus, seen[-1])
 

@@ -6,9 +6,22 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import pytest
+from import_helpers import content, fts_in_sync, write_jsonl
+
+from hermes_state_tools import SessionDB
+from hermes_state_tools.errors import ImportReaderError
+from hermes_state_tools.ingest import import_paths, run
+from hermes_state_tools.ingest.channel import READ_AHEAD
+from hermes_state_tools.ingest.rows import StagedRows
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
+from hermes_state_tools.ingest.staging import attached, stage_batch
+from hermes_state_tools.ingest.units import ReadLog
+from hermes_state_tools.ingest.worker import prepared_batches, remote_batches
+from importers import discover
 
 
 def _corpus(folder: Path, sessions: int) -> None:
@@ -32,3 +45,88 @@ def test_a_script_without_a_main_guard_can_import(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(PARALLEL_FROM_FILES + 6), str(2 * (PARALLEL_FROM_FILES + 6)),
                                    str(PARALLEL_FROM_FILES + 6)]
+
+
+# -- the reader process and its staging files ---------------------------------------------------
+
+
+def _varied_corpus(folder: Path, sessions: int) -> None:
+    """Transcripts with what the rows' two shapes and the staging path must carry: tool rows without
+    names, token counts and reasoning (full rows), multimodal content, non-ASCII text, a lone surrogate."""
+    folder.mkdir()
+    for n in range(sessions):
+        lines = [
+            {"role": "session_meta", "platform": "telegram", "model": "m", "timestamp": "2026-01-01T10:00:00"},
+            {"role": "user", "content": f"question {n} café 你好 🙂", "timestamp": "2026-01-01T10:00:01"},
+            {"role": "assistant", "content": "", "timestamp": "2026-01-01T10:00:02",
+             "tool_calls": [{"id": f"c{n}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
+            {"role": "tool", "content": "x" * (n * 50), "tool_call_id": f"c{n}", "timestamp": "2026-01-01T10:00:03"},
+            {"role": "assistant", "content": [{"type": "text", "text": f"part {n}"}], "token_count": n,
+             "finish_reason": "stop", "reasoning": "because", "timestamp": "2026-01-01T10:00:04"},
+        ]
+        text = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+        if n == 3:
+            text += '{"role": "user", "content": "broken \\ud800 half", "timestamp": "2026-01-01T10:00:05"}\n'
+        (folder / f"20260101_{n:06d}_{n:08x}.jsonl").write_text(text, encoding="utf-8")
+
+
+def _report(stats) -> list[tuple]:
+    return sorted((p.file, p.line, p.kind, p.detail) for p in stats.problems)
+
+
+def test_the_reader_process_stores_exactly_what_an_in_process_import_stores(tmp_path, monkeypatch):
+    _varied_corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 6)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the reader's staging folder goes here
+    staged = import_paths(tmp_path / "staged.db", [tmp_path / "sessions"])
+    monkeypatch.setattr(run, "PARALLEL_FROM_FILES", 10**9)
+    local = import_paths(tmp_path / "local.db", [tmp_path / "sessions"])
+    assert content(tmp_path / "staged.db") == content(tmp_path / "local.db")
+    assert _report(staged) == _report(local)
+    assert [p.kind for p in staged.problems] == ["lone_surrogate"]
+    assert staged.messages_imported == local.messages_imported == 4 * (PARALLEL_FROM_FILES + 6) + 1
+    assert fts_in_sync(tmp_path / "staged.db")
+    assert sorted(tmp_path.iterdir()) == [tmp_path / n for n in ("local.db", "sessions", "staged.db")]
+
+
+def test_batches_arrive_staged_and_the_reader_never_runs_far_ahead(tmp_path, monkeypatch):
+    # Sessions with a 1 MiB tool output: four fill a batch (BATCH_BYTES), so 40 make 10 batches.
+    big = "y" * 2**20
+    write_jsonl(tmp_path / "sessions" / "20260101_000000_00000000.jsonl", [{"role": "user", "content": "hi"}])
+    for n in range(1, 40):
+        write_jsonl(tmp_path / "sessions" / f"20260101_{n:06d}_{n:08x}.jsonl",
+                    [{"role": "user", "content": f"run {n}"}, {"role": "tool", "content": big}])
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    files, _ = discover([tmp_path / "sessions"])
+    sizes, most = [], 0
+    for batch in remote_batches(tmp_path / "absent.db", files, None, None, ReadLog()):
+        assert batch.staging is not None and batch.staging.is_file()
+        assert all(isinstance(item.rows, StagedRows) for item in batch.items)
+        sizes.append(len(batch.items))
+        time.sleep(0.1)  # a slow writer: the reader gets every chance to run ahead
+        most = max(most, len(list(batch.staging.parent.iterdir())))
+        batch.staging.unlink()  # what the writer does once the batch is committed
+    assert sum(sizes) == 40 and len(sizes) >= 2 * READ_AHEAD
+    assert most == READ_AHEAD  # staged ahead, but never more than READ_AHEAD files
+    assert list((tmp_path / "tmp").iterdir()) == []  # the staging folder went with the reader
+
+
+def test_a_batch_that_cannot_be_staged_keeps_its_rows_in_memory(tmp_path):
+    _varied_corpus(tmp_path / "sessions", 3)
+    files, _ = discover([tmp_path / "sessions"])
+    (items,) = prepared_batches(None, files, None, None, ReadLog())
+    rows = [item.rows for item in items]
+    assert not stage_batch(tmp_path / "no such folder" / "batch.db", items)
+    assert [item.rows for item in items] == rows and all(isinstance(r, list) for r in rows)
+    assert stage_batch(tmp_path / "batch.db", items)
+    assert [len(item.rows) for item in items] == [len(r) for r in rows]
+
+
+def test_a_missing_staging_file_fails_the_batch_with_a_clear_error(tmp_path):
+    db = SessionDB(tmp_path / "state.db")
+    try:
+        with pytest.raises(ImportReaderError, match=r"staging file .* is gone"), attached(db._conn, tmp_path / "x.db"):
+            pass
+    finally:
+        db.close()
+    assert not (tmp_path / "x.db").exists()

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from importers.records import LegacySession, Problem
 
@@ -18,6 +19,7 @@ from .. import jsonutil
 from ..messages import tool_call_increment
 from .existing import Fingerprint, fingerprint, load_existing
 from .merge import Existing, ExistingMessage, SessionPlan, plan_session
+from .rows import MESSAGE_COLUMNS, SHORT_ROW, StagedRows
 from .units import Unit
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
@@ -34,7 +36,7 @@ class Prepared:
     create: bool
     row: dict[str, Any]
     session_extra: dict[str, Any]
-    rows: list[tuple]  # messages rows in INSERT column order
+    rows: list[tuple] | StagedRows  # messages rows in column order (see rows.py), or where they were staged
     message_extras: list[tuple[int, dict[str, Any]]]  # (index into rows, extra data)
     tool_calls: int
     duplicates: int
@@ -48,6 +50,9 @@ class Prepared:
         return self.create or bool(self.rows or self.row or self.retimed)
 
 
+_NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
+
+
 def _json_column(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -55,13 +60,18 @@ def _json_column(value: Any) -> str | None:
 
 
 def _rows(plan: SessionPlan) -> list[tuple]:
+    """Rows in MESSAGE_COLUMNS order; a row whose last five columns would all be NULL stops after
+    `timestamp` (rows.py)."""
     sid = plan.session_id
-    return [
-        (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls), m.tool_name,
-         timestamp, m.token_count, m.finish_reason, m.reasoning, _json_column(m.reasoning_details),
-         _json_column(m.codex_reasoning_items))
-        for m, timestamp, _ in plan.inserts
-    ]
+    rows = []
+    for m, timestamp, _ in plan.inserts:
+        row = (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls),
+               m.tool_name, timestamp)
+        tail = (m.token_count, m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items)
+        if tail != _NO_TAIL:
+            row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
+        rows.append(row)
+    return rows
 
 
 def _wanted(unit: Unit, existing: bool) -> bool:
@@ -89,6 +99,13 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         duplicates=plan.duplicates, problems=plan.problems, unit=shell, retimed=plan.retimed,
         fingerprint=fingerprint(conn, unit.session_id),
     )
+
+
+class Batch(NamedTuple):
+    """One write transaction's sessions, and the staging file holding their rows (None: in memory)."""
+
+    items: list[Prepared]
+    staging: Path | None = None
 
 
 def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:

@@ -1,11 +1,101 @@
-"""Entry point of the import's reader process: arguments in on stdin, prepared batches out on stdout."""
+"""The import's reader process: reads and plans, stages each batch's rows in a file of its own, and
+sends the batch down stdout; the importing process acknowledges each committed batch on stdin.
+
+Run as `python -m hermes_state_tools.ingest.reader_child`. When the importing process goes away
+(its end of stdin closes), the reader stops and removes its staging folder.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pickle
+import shutil
 import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import BinaryIO
 
-from hermes_state_tools.ingest.worker import serve
+from hermes_state_tools.ingest.channel import READ_AHEAD, send
+from hermes_state_tools.ingest.prepare import Batch
+from hermes_state_tools.ingest.staging import stage_batch
+from hermes_state_tools.ingest.units import ReadLog
+from hermes_state_tools.ingest.worker import prepared_batches
+
+
+class _Acknowledgements(threading.Thread):
+    """Counts the importer's acknowledgements as they come (so its writes never block), and
+    notices when it is gone (its end of the pipe closes)."""
+
+    def __init__(self, inbox: BinaryIO) -> None:
+        super().__init__(daemon=True)
+        self.inbox, self.count, self.gone = inbox, 0, False
+        self.changed = threading.Condition()
+
+    def run(self) -> None:
+        # The file descriptor, not the buffered file: a thread blocked in a buffered read at exit
+        # makes the interpreter abort.
+        while chunk := os.read(self.inbox.fileno(), 4096):
+            with self.changed:
+                self.count += len(chunk)
+                self.changed.notify_all()
+        with self.changed:
+            self.gone = True
+            self.changed.notify_all()
+
+    def wait_for(self, count: int) -> bool:
+        """Wait until `count` batches are acknowledged; False when the importer is gone."""
+        with self.changed:
+            while self.count < count and not self.gone:
+                self.changed.wait()
+            return self.count >= count
+
+    def wait_gone(self) -> None:
+        with self.changed:
+            while not self.gone:
+                self.changed.wait()
+
+
+def _staging_folder() -> Path | None:
+    """A private folder (0700) for the staging files; None (rows then travel in the pipe) when the
+    temporary directory cannot take one."""
+    try:
+        return Path(tempfile.mkdtemp(prefix="hermes-state-import-"))
+    except OSError:
+        return None
+
+
+def serve(inbox: BinaryIO, out: BinaryIO) -> None:
+    db_path, files, tz, source = pickle.load(inbox)
+    log = ReadLog()
+    acks = _Acknowledgements(inbox)
+    acks.start()
+    staging = _staging_folder()
+    try:
+        send(out, ("staging", staging, [], 0))
+        for number, items in enumerate(prepared_batches(db_path if db_path.exists() else None,
+                                                        files, tz, source, log)):
+            if not acks.wait_for(number - READ_AHEAD + 1):
+                return  # the importing process is gone: stop quietly
+            path = staging / f"batch-{number:06d}.db" if staging is not None else None
+            if path is not None and not stage_batch(path, items):
+                path = None  # the rows travel in the pipe instead
+            send(out, ("batch", Batch(items, path), log.problems, log.files_read))
+            log.problems, log.files_read = [], 0
+        send(out, ("done", None, log.problems, log.files_read))
+    except BrokenPipeError:
+        return
+    except BaseException:
+        with contextlib.suppress(BrokenPipeError):
+            send(out, ("error", traceback.format_exc(limit=8), log.problems, log.files_read))
+    finally:
+        # Staged batches stay until the importing process has written them all or is gone.
+        acks.wait_gone()
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
 
 if __name__ == "__main__":
-    serve(pickle.load(sys.stdin.buffer), sys.stdout.buffer)
+    serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -20,9 +20,10 @@ from ..store import SessionDB
 from ..upgrade import pending
 from .existing import load_existing
 from .merge import Existing
-from .prepare import Prepared, as_written, prepare
+from .prepare import Batch, Prepared, as_written, prepare
+from .staging import attached
 from .units import ReadLog, Unit, UnitReader
-from .worker import prepared_batches, remote_batches
+from .worker import local_batches, remote_batches
 from .writer import restore_parent_links, write_batch
 
 # Below this many files a second process costs more to start than it saves.
@@ -83,19 +84,21 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Any:
     return replan
 
 
-def _write_all(db: SessionDB, source_batches: Iterator[list[Prepared]], stats: ImportStats, log: ReadLog,
+def _write_all(db: SessionDB, source_batches: Iterator[Batch], stats: ImportStats, log: ReadLog,
                replan: Any, progress: Progress | None) -> list[str]:
     """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
     parked: list[str] = []
     for batch in source_batches:
-        for item in db._writer.run(lambda conn, batch=batch: write_batch(conn, batch, replan)):
+        with attached(db._conn, batch.staging):
+            written = db._writer.run(lambda conn, items=batch.items: write_batch(conn, items, replan))
+        for item in written:
             stats.count(item)
             if "parent_session_id" in item.session_extra:
                 parked.append(item.session_id)
         if progress:
             progress.advance(files=log.files_read - files_seen,
-                             messages=sum(len(p.rows) + p.duplicates for p in batch))
+                             messages=sum(len(p.rows) + p.duplicates for p in batch.items))
             files_seen = log.files_read
     return parked
 
@@ -152,7 +155,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             # Checkpoint every ~32 MiB of WAL instead of every 4 MiB: pages the batches rewrite (FTS
             # segments, b-tree interiors) are copied back far less often; measured ~4% of the import.
             db._conn.execute("PRAGMA wal_autocheckpoint=8192")
-            reader = remote_batches if len(files) >= PARALLEL_FROM_FILES else prepared_batches
+            reader = remote_batches if len(files) >= PARALLEL_FROM_FILES else local_batches
             parked = _write_all(db, reader(db_path, files, tz, source, log), stats, log, _replanner(tz, source),
                                 progress)
             log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))

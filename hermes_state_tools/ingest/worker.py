@@ -1,9 +1,9 @@
-"""Reading and planning in a second process, so parsing runs on one core while SQLite writes on the other.
+"""Where batches come from: read and planned in this process, or in a reader process (reader_child.py)
+so parsing, planning and staging rows run on one core while SQLite writes on the other.
 
 A thread cannot do this: the writer's `executemany` drops and retakes the GIL for every row,
-and a busy parsing thread makes each retake wait. A child process sends prepared batches
-down its stdout instead; if the importing process dies, the pipe breaks and the child
-exits with it.
+and a busy parsing thread makes each retake wait. The reader sends prepared batches down its
+stdout instead; if the importing process dies, the pipe breaks and the reader exits with it.
 """
 
 from __future__ import annotations
@@ -11,20 +11,26 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import shutil
 import subprocess
 import sys
-import traceback
 from collections.abc import Iterator
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import hermes_state_tools
 import importers
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from ..connection import connect
 from ..errors import ImportReaderError
-from .prepare import Prepared, batches, prepare
+from .channel import ACK, receive
+from .prepare import Batch, Prepared, batches, prepare
 from .units import ReadLog, UnitReader
 
 
@@ -40,23 +46,11 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
             conn.close()
 
 
-def serve(args: tuple[Path, list[Path], tzinfo | None, str | None], out: BinaryIO) -> None:
-    """The child's side: read, plan, and send each batch down `out` as a pickle."""
-    db_path, files, tz, source = args
-    log = ReadLog()
-    try:
-        for batch in prepared_batches(db_path if db_path.exists() else None, files, tz, source, log):
-            pickle.dump(("batch", batch, log.problems, log.files_read), out, protocol=pickle.HIGHEST_PROTOCOL)
-            out.flush()
-            log.problems, log.files_read = [], 0
-        message: tuple[Any, ...] = ("done", None, log.problems, log.files_read)
-    except BrokenPipeError:
-        return  # the importing process is gone: stop quietly
-    except BaseException:
-        message = ("error", traceback.format_exc(limit=8), log.problems, log.files_read)
-    with contextlib.suppress(BrokenPipeError):
-        pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.flush()
+def local_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
+                  log: ReadLog) -> Iterator[Batch]:
+    """Batches read and planned in this process (small imports: a second one costs more to start)."""
+    for items in prepared_batches(db_path, files, tz, source, log):
+        yield Batch(items)
 
 
 def _child_environment() -> dict[str, str]:
@@ -66,8 +60,17 @@ def _child_environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([*sorted(roots), *([inherited] if inherited else [])])}
 
 
+def _widen_pipe(pipe: BinaryIO) -> None:
+    """Let the pipe hold up to 1 MiB (Linux; 64 KiB by default), so a batch crosses in a few large
+    reads instead of many small hand-offs between the two processes."""
+    if fcntl is None:
+        return
+    with contextlib.suppress(AttributeError, OSError):  # not Linux; a lower pipe-max-size
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 2**20)
+
+
 def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
-                   log: ReadLog) -> Iterator[list[Prepared]]:
+                   log: ReadLog) -> Iterator[Batch]:
     """`prepared_batches` computed in a child process (`python -m hermes_state_tools.ingest.reader_child`).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
@@ -77,28 +80,40 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
     child = subprocess.Popen([sys.executable, "-m", f"{__package__}.reader_child"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, env=_child_environment())
     assert child.stdin is not None and child.stdout is not None
+    _widen_pipe(child.stdout)
+    staging: Path | None = None
     try:
         pickle.dump((db_path, files, tz, source), child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        child.stdin.close()
+        child.stdin.flush()
         while True:
             try:
-                kind, payload, problems, files_read = pickle.load(child.stdout)
+                kind, payload, problems, files_read = receive(child.stdout)
             except (EOFError, pickle.UnpicklingError) as exc:
                 raise ImportReaderError(f"the import's reader process died unexpectedly (exit {child.wait()}); "
                                         "what was imported so far is kept, re-run to finish") from exc
             log.problems += problems
             log.files_read += files_read
-            if kind == "error":
+            if kind == "staging":
+                staging = payload
+            elif kind == "error":
                 last = payload.strip().splitlines()[-1] if payload.strip() else "unknown error"
                 raise ImportReaderError(f"the import's reader process failed ({last}); what was imported so far "
                                         "is kept, re-run to finish")
-            if kind == "done":
+            elif kind == "done":
                 return
-            yield payload
+            else:
+                yield payload
+                with contextlib.suppress(BrokenPipeError):  # committed: the reader may stage another batch
+                    child.stdin.write(ACK)
+                    child.stdin.flush()
     finally:
-        child.stdout.close()
+        for pipe in (child.stdin, child.stdout):
+            with contextlib.suppress(BrokenPipeError):
+                pipe.close()
         try:
             child.wait(timeout=5)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+        if staging is not None:  # the reader removes it; this covers a reader that was killed
+            shutil.rmtree(staging, ignore_errors=True)

@@ -19,40 +19,19 @@ from .. import counters, extras, jsonutil, lineage, titles
 from ..connection import is_lock_error
 from ..schema import SESSION_FIELDS, TRIGGERS
 from .existing import fingerprint
+from .rows import StagedRows, insert_rows, without_surrogates
+from .staging import insert_staged
 
 if TYPE_CHECKING:
     from .prepare import Prepared
     from .units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
-_MESSAGE_COLUMNS = (
-    "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count",
-    "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
-)
-_INSERT_MESSAGE = (
-    f"INSERT INTO messages ({', '.join(_MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * len(_MESSAGE_COLUMNS))})"
-)
-
-
-def _without_surrogates(value: Any) -> Any:
-    """A lone UTF-16 surrogate cannot be stored as UTF-8: it becomes U+FFFD."""
-    if isinstance(value, str):
-        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
-    return value
-
-
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple], problems: list[Problem]) -> None:
-    # executemany stops at the first row it cannot bind with the earlier rows already in: the
-    # savepoint takes them back out before the cleaned retry.
-    conn.execute("SAVEPOINT import_rows")
-    try:
-        conn.executemany(_INSERT_MESSAGE, rows)
-    except UnicodeEncodeError:  # rare: some text held a lone surrogate
-        conn.execute("ROLLBACK TO import_rows")
-        problems.append(Problem(f"session {rows[0][0]}", None, "lone_surrogate",
-                                "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"))
-        conn.executemany(_INSERT_MESSAGE, [tuple(_without_surrogates(v) for v in row) for row in rows])
-    conn.execute("RELEASE import_rows")
+def _insert_session_rows(conn: sqlite3.Connection, item: Prepared) -> None:
+    if isinstance(item.rows, StagedRows):
+        insert_staged(conn, item.rows)
+    else:
+        insert_rows(conn, "messages", item.rows, item.problems)
 
 
 def _unique_title(conn: sqlite3.Connection, plan: Prepared, title: str) -> str:
@@ -82,7 +61,7 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared) -> None:
         row["parent_session_id"] = _parent_or_none(conn, plan, row["parent_session_id"])
     if isinstance(row.get("model_config"), (dict, list)):
         row["model_config"] = jsonutil.dumps(row["model_config"])
-    row = {k: _without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
+    row = {k: without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
     if plan.create:  # counters straight from the plan; existing sessions are recounted in SQL
         row["message_count"] = len(plan.rows)
         row["tool_call_count"] = plan.tool_calls
@@ -123,7 +102,7 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bo
         _retime(conn, item)
         extras.merge_session_extra(conn, item.session_id, item.session_extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
-        _insert_rows(conn, item.rows, item.problems)
+        _insert_session_rows(conn, item)
         extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
     except sqlite3.Error as exc:
         if is_lock_error(exc):

@@ -1,0 +1,65 @@
+"""Message rows as the import carries them: in memory, or staged in a side file by the reader process.
+
+A prepared row holds the first 7 columns of MESSAGE_COLUMNS, or all 12 when any of the last
+five has a value (nearly every legacy message needs only 7, and binding a NULL costs more
+than binding text). Rows go in by runs of one size, in their order: ids follow that order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from importers.records import Problem
+
+MESSAGE_COLUMNS = (
+    "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count",
+    "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
+)
+SHORT_ROW = 7  # columns of a row whose last five would all be NULL
+
+
+@dataclass(frozen=True)
+class StagedRows:
+    """A session's rows, already written by the reader process to the batch's staging file
+    (rowids first .. first + count - 1 of its `rows` table), so the writer copies them in one
+    INSERT ... SELECT instead of binding each value from Python."""
+
+    first: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _insert_statement(table: str, size: int) -> str:
+    return f"INSERT INTO {table} ({', '.join(MESSAGE_COLUMNS[:size])}) VALUES ({', '.join('?' * size)})"
+
+
+def _insert_in_order(conn: sqlite3.Connection, table: str, rows: list[tuple]) -> None:
+    for size, run in itertools.groupby(rows, key=len):
+        conn.executemany(_insert_statement(table, size), run)
+
+
+def without_surrogates(value: Any) -> Any:
+    """A lone UTF-16 surrogate cannot be stored as UTF-8: it becomes U+FFFD."""
+    if isinstance(value, str):
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
+    return value
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: list[tuple], problems: list[Problem]) -> None:
+    """Insert one session's rows in order; text holding a lone surrogate is stored as U+FFFD (reported)."""
+    # executemany stops at the first row it cannot bind with the earlier rows already in: the
+    # savepoint takes them back out before the cleaned retry.
+    conn.execute("SAVEPOINT import_rows")
+    try:
+        _insert_in_order(conn, table, rows)
+    except UnicodeEncodeError:  # rare: some text held a lone surrogate
+        conn.execute("ROLLBACK TO import_rows")
+        problems.append(Problem(f"session {rows[0][0]}", None, "lone_surrogate",
+                                "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"))
+        _insert_in_order(conn, table, [tuple(without_surrogates(v) for v in row) for row in rows])
+    conn.execute("RELEASE import_rows")

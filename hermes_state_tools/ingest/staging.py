@@ -1,0 +1,82 @@
+"""Staging files: the reader process writes each batch's message rows to a small SQLite file of
+its own, and the writer copies them into the store with one INSERT ... SELECT per session.
+
+Binding every value from Python is the largest part of writing rows, and it can run on the
+reader's core: the writer then only attaches the file (outside its transaction) and copies
+pages' worth of rows in C. The files live in a private temporary folder (mode 0700) that the
+importing process removes at the end; each file is deleted once its batch is committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ImportReaderError
+from .rows import MESSAGE_COLUMNS, StagedRows, insert_rows
+
+if TYPE_CHECKING:
+    from .prepare import Prepared
+
+SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
+_COLUMNS = ", ".join(MESSAGE_COLUMNS)
+
+
+def stage_batch(path: Path, batch: list[Prepared]) -> bool:
+    """Write the batch's rows to a new staging file and point each session at its rows there.
+
+    Returns False, with the rows left in memory (they then travel whole), when the file
+    cannot be written, e.g. on a full temporary disk.
+    """
+    staged: list[StagedRows] = []
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA page_size=65536")  # big tool outputs fit a page or two, not a chain of 4 KiB
+            conn.execute("PRAGMA journal_mode=MEMORY")  # not OFF: a lone surrogate's retry rolls back a savepoint
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.execute(f"CREATE TABLE rows ({_COLUMNS})")
+            conn.execute("BEGIN")
+            first = 1  # rowids of a new table count up from 1 in insert order
+            for item in batch:
+                insert_rows(conn, "rows", item.rows, item.problems)
+                staged.append(StagedRows(first, len(item.rows)))
+                first += len(item.rows)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError):
+        path.unlink(missing_ok=True)
+        return False
+    for item, rows in zip(batch, staged, strict=True):
+        item.rows = rows
+    return True
+
+
+@contextlib.contextmanager
+def attached(conn: sqlite3.Connection, path: Path | None) -> Iterator[None]:
+    """Attach a batch's staging file for the batch's write transaction, then detach and delete it."""
+    if path is None:
+        yield
+        return
+    if not path.is_file():  # ATTACH would create an empty database in its place
+        raise ImportReaderError(f"the import's staging file {path} is gone; what was imported so far is kept, "
+                                "re-run to finish")
+    conn.execute(f"ATTACH DATABASE ? AS {SCHEMA_NAME}", (str(path),))
+    try:
+        yield
+    finally:
+        conn.execute(f"DETACH DATABASE {SCHEMA_NAME}")
+        path.unlink(missing_ok=True)
+
+
+def insert_staged(conn: sqlite3.Connection, rows: StagedRows) -> None:
+    """Copy one session's staged rows into messages, in their order (ids follow it)."""
+    conn.execute(
+        f"INSERT INTO messages ({_COLUMNS}) SELECT {_COLUMNS} FROM {SCHEMA_NAME}.rows "
+        "WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
+        (rows.first, rows.first + rows.count - 1),
+    )
