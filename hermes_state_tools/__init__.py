@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     DatabaseLockedError,
     HermesStateError,
@@ -12,7 +14,9 @@ from .errors import (
 )
 from .paths import default_db_path, hermes_home
 from .schema import SCHEMA_VERSION
-from .store import SessionDB
+
+if TYPE_CHECKING:
+    from .store import SessionDB
 
 __version__ = "0.1.0"
 
@@ -29,3 +33,13 @@ __all__ = [
     "default_db_path",
     "hermes_home",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # SessionDB (and with it most of the library) is loaded on first use, so the import's reader
+    # process starts without it.
+    if name == "SessionDB":
+        from .store import SessionDB
+
+        return SessionDB
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -39,24 +40,29 @@ def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
             if isinstance(found, Problem):
                 problems.setdefault((str(Path(found.file).resolve()), found.kind), found)
             else:
-                files.setdefault(found.resolve(), found)
+                real, named = found
+                files.setdefault(real, named)
     ordered = sorted(files.values(), key=lambda p: (file_shape(p) != "index", str(p)))
     return ordered, list(problems.values())
 
 
-def _walk(path: Path) -> Iterator[Path | Problem]:
+# A file found: (its real path, which tells two names of one file apart, and the path as named).
+Found = tuple[Path, Path]
+
+
+def _walk(path: Path) -> Iterator[Found | Problem]:
     """Yield the candidate files and notices for one named path."""
     if not path.exists():
         yield Problem(str(path), None, "missing_path", "no such file or folder", True)
     elif not path.is_dir():
-        yield from _file(path)
+        yield from _file(path, path.is_file())
     elif (path / "sessions").is_dir() or (path / "logs").is_dir():
         yield from _home(path)
     else:
         yield from _folder(path)
 
 
-def _home(home: Path) -> Iterator[Path | Problem]:
+def _home(home: Path) -> Iterator[Found | Problem]:
     """Yield a HERMES_HOME's sessions/, sessions/saved/ and logs/ files; name each profile it skips."""
     for folder in (home / "sessions", home / "logs"):
         if folder.is_dir():
@@ -81,26 +87,29 @@ def _unreadable(folder: Path, exc: OSError) -> Problem:
     return Problem(str(folder), None, "unreadable_path", f"cannot list the folder ({exc.strerror})", True)
 
 
-def _folder(folder: Path) -> Iterator[Path | Problem]:
+def _folder(folder: Path) -> Iterator[Found | Problem]:
     """Yield the files of a sessions (or logs) folder and of its saved/ subfolder."""
     try:
-        entries = sorted(folder.iterdir())
+        with os.scandir(folder) as listing:  # the entries know their type: no stat per file
+            entries = sorted(listing, key=lambda entry: entry.name)
+        real = folder.resolve()
     except OSError as exc:
         yield _unreadable(folder, exc)
         return
     for entry in entries:
+        path = folder / entry.name
         if entry.is_dir() and entry.name == "saved":
-            yield from _folder(entry)
+            yield from _folder(path)
         elif entry.is_dir():
-            yield Problem(str(entry), None, "skipped_file", "a folder that holds no transcripts; not read")
+            yield Problem(str(path), None, "skipped_file", "a folder that holds no transcripts; not read")
         else:
-            yield from _file(entry)
+            yield from _file(path, entry.is_file(), None if entry.is_symlink() else real / entry.name)
 
 
-def _file(path: Path) -> Iterator[Path | Problem]:
+def _file(path: Path, is_file: bool, real: Path | None = None) -> Iterator[Found | Problem]:
     """Yield the file when its name is a transcript shape, else a notice saying what was skipped."""
-    if file_shape(path) is not None and path.is_file():
-        yield path
+    if file_shape(path) is not None and is_file:
+        yield (real or path.resolve()), path
         return
     what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
     yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")

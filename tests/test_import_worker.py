@@ -16,6 +16,7 @@ from hermes_state_tools import SessionDB
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest import import_paths, run
 from hermes_state_tools.ingest.channel import READ_AHEAD
+from hermes_state_tools.ingest.prepare import BATCH_MESSAGES, FIRST_BATCH_SHARE
 from hermes_state_tools.ingest.rows import StagedRows
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
 from hermes_state_tools.ingest.staging import attached, stage_batch
@@ -130,3 +131,13 @@ def test_a_missing_staging_file_fails_the_batch_with_a_clear_error(tmp_path):
     finally:
         db.close()
     assert not (tmp_path / "x.db").exists()
+
+
+def test_the_first_batch_is_small_so_the_writer_starts_early(tmp_path):
+    for n in range(120):
+        write_jsonl(tmp_path / "sessions" / f"20260101_{n:06d}_{n:08x}.jsonl",
+                    [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(10)])
+    files, _ = discover([tmp_path / "sessions"])
+    sizes = [len(items) for items in prepared_batches(None, files, None, None, ReadLog())]
+    first = BATCH_MESSAGES // FIRST_BATCH_SHARE // 10  # sessions of 10 messages
+    assert sizes == [first, 120 - first]

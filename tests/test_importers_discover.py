@@ -96,3 +96,15 @@ def test_other_folders_in_a_sessions_folder_are_reported(tmp_path):
     (tmp_path / "archive").mkdir()
     files, [problem] = discover([tmp_path])
     assert (files, problem.kind, problem.file) == ([], "skipped_file", str(tmp_path / "archive"))
+
+
+def test_a_file_reached_through_links_is_read_once(tmp_path):
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / "20260201_090000_aaaaaaaa.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    (sessions / "20260201_090000_bbbbbbbb.jsonl").symlink_to(sessions / "20260201_090000_aaaaaaaa.jsonl")
+    (sessions / "20260201_090000_cccccccc.jsonl").symlink_to(tmp_path / "gone.jsonl")  # a dangling link
+    (tmp_path / "linked").symlink_to(sessions, target_is_directory=True)
+    files, problems = discover([sessions, tmp_path / "linked"])
+    assert files == [sessions / "20260201_090000_aaaaaaaa.jsonl"]  # the link to it and the linked folder add nothing
+    assert [(Path(p.file).name, p.kind) for p in problems] == [("20260201_090000_cccccccc.jsonl", "skipped_file")]

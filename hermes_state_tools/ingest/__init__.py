@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
-from .run import ImportStats, import_paths
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run import ImportStats, import_paths
 
 __all__ = ["ImportStats", "import_paths"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the reader process imports this package's planning modules only.
+    if name in __all__:
+        from . import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,7 @@ from .units import Unit
 BATCH_MESSAGES = 4000
 BATCH_SESSIONS = 400
 BATCH_BYTES = 4 * 2**20
+FIRST_BATCH_SHARE = 8
 
 
 @dataclass
@@ -109,17 +110,18 @@ class Batch(NamedTuple):
 
 
 def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:
-    """Group prepared sessions into write transactions of bounded size."""
+    """Group prepared sessions into write transactions of bounded size. The first is an eighth of
+    the others, so the writer starts as soon as possible while the reader reads on."""
     batch: list[Prepared] = []
     rows = text = 0
+    share = FIRST_BATCH_SHARE
     for item in prepared:
         batch.append(item)
         rows += len(item.rows) + item.duplicates
         text += sum(len(row[2] or "") for row in item.rows)
-        if rows >= BATCH_MESSAGES or text >= BATCH_BYTES or len(batch) >= BATCH_SESSIONS:
+        if rows * share >= BATCH_MESSAGES or text * share >= BATCH_BYTES or len(batch) * share >= BATCH_SESSIONS:
             yield batch
-            batch, rows = [], 0
-            text = 0
+            batch, rows, text, share = [], 0, 0, 1
     if batch:
         yield batch
 
