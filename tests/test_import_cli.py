@@ -250,3 +250,41 @@ def test_profiles_are_not_mixed_in_and_the_report_says_how_to_import_each(tmp_pa
     assert list(sessions(profile / "state.db")) == ["20260202_090000_bbbbbbbb"]
     noise = {Path(p["file"]).name for p in doc["problems"] if p["kind"] == "skipped_file"}
     assert {"request_dump_20260201.json", ".sessions_abc.tmp", "notes.txt", "payload_20260201.jsonl"} <= noise
+
+
+def _on_a_terminal(*args: object) -> tuple[int, str, str]:
+    """Run `hermes-state ARGS` with stderr on a pseudo-terminal: exit code, stdout, what the terminal showed."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))  # tqdm draws to the width
+    with subprocess.Popen([sys.executable, "-m", "hermes_state_tools", *map(str, args)], stdout=subprocess.PIPE,
+                          stderr=follower, text=True) as process:
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            shown += chunk
+        out = process.stdout.read() if process.stdout else ""
+    os.close(leader)
+    return process.returncode, out, shown.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bars_show_on_a_terminal_and_never_on_a_pipe(tmp_path):
+    code, out, shown = _on_a_terminal("--db", tmp_path / "state.db", "import-jsonl", LEGACY_HOME)
+    assert code == 1 and "sessions created" in out  # the sample's truncated line: exit 1 by design
+    assert "files: 100%" in shown and "msg/s" in shown  # files with ETA, messages with rate
+    code, out, shown = _on_a_terminal("--db", tmp_path / "state.db", "export", "-o", tmp_path / "all.jsonl")
+    assert code == 0 and "sessions: 100%" in shown
+    piped = run_module("--db", tmp_path / "again.db", "import-jsonl", LEGACY_HOME)
+    assert "files:" not in piped.stderr and "msg/s" not in piped.stderr
