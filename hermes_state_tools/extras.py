@@ -44,6 +44,16 @@ def delete_for_sessions(conn: sqlite3.Connection, id_query: str, params: Iterabl
     conn.execute(f"DELETE FROM {MESSAGE_TABLE} WHERE session_id IN ({id_query})", params)
 
 
+def drop_orphans(conn: sqlite3.Connection) -> int:
+    """Delete extra data whose session or message no longer exists (Hermes deleted it: it knows no
+    hst_ tables, so its deletes leave these rows behind); returns how many rows went."""
+    if not present(conn):
+        return 0
+    dropped = conn.execute(f"DELETE FROM {SESSION_TABLE} WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount
+    dropped += conn.execute(f"DELETE FROM {MESSAGE_TABLE} WHERE message_id NOT IN (SELECT id FROM messages)").rowcount
+    return dropped
+
+
 def session_extra(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     if not present(conn):
         return {}

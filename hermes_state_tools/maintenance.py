@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import cleanup, fts
+from . import cleanup, extras, fts
 from .access import reading, writing
 from .backup import backup_database
 from .checks import check_file
@@ -101,7 +101,7 @@ def maintain_file(path: Path) -> dict[str, Any]:
     before = file_bytes(path)
     report: dict[str, Any] = {"check": {"ok": not problems, "problems": [f.as_dict() for f in problems]},
                               "repairs": [], "unfixed": [f.as_dict() for f in problems],
-                              "optimized": False, "vacuumed": False}
+                              "extra_rows_dropped": 0, "optimized": False, "vacuumed": False}
     if any(f.kind == "integrity" for f in problems):
         # Writing into a damaged b-tree can spread the damage: leave the file for a restore.
         report["note"] = "the file fails integrity_check: nothing was written; restore a backup"
@@ -117,14 +117,16 @@ def maintain_file(path: Path) -> dict[str, Any]:
 
 
 def _optimize_and_vacuum(path: Path) -> dict[str, Any]:
-    """Optimize FTS, then VACUUM only when the free pages are worth a rewrite."""
+    """Drop extra data left by sessions deleted elsewhere, optimize FTS, then VACUUM only when the
+    free pages are worth a rewrite."""
     with writing(path) as (conn, runner):
+        dropped = runner.run(extras.drop_orphans)
         optimized = _optimize(conn, runner)
         free, ratio = free_bytes(conn)
         vacuumed = ratio > VACUUM_FREE_RATIO or free > VACUUM_FREE_BYTES
         if vacuumed:
             _vacuum(conn, runner)
-    return {"optimized": optimized, "vacuumed": vacuumed, "free_bytes": free}
+    return {"extra_rows_dropped": dropped, "optimized": optimized, "vacuumed": vacuumed, "free_bytes": free}
 
 
 @dataclass(frozen=True)

@@ -377,3 +377,29 @@ def test_exit_codes_in_real_processes(tmp_path, healthy):
     refused = run("--db", healthy, "prune", "--older-than", "1")
     assert refused.returncode == 2 and refused.stdout == "" and "--yes" in refused.stderr
     assert remaining(healthy) == ["alpha", "beta", "delta", "gamma"]
+
+
+def test_maintain_drops_extra_data_that_sessions_deleted_by_hermes_left_behind(tmp_path):
+    # Import the sample home (its snapshots and index give sessions and messages extra data), then
+    # delete sessions the way Hermes does: it knows no hst_ tables, so their rows stay behind.
+    path = tmp_path / "state.db"
+    assert cli("--db", path, "import-jsonl", Path(__file__).parent.parent / "fixtures" / "legacy-home",
+               "--no-progress").exit_code == 1  # the sample's truncated line
+    with sqlite3.connect(path) as conn:
+        owners = [r[0] for r in conn.execute("SELECT session_id FROM hst_session_extra UNION "
+                                             "SELECT session_id FROM hst_message_extra ORDER BY 1")]
+    conn.close()
+    gone, kept = owners[0], owners[1:]
+    assert kept, "the sample needs two sessions with extra data"
+    raw(path, f"DELETE FROM messages WHERE session_id = '{gone}'")
+    raw(path, f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = '{gone}'")
+    raw(path, f"DELETE FROM sessions WHERE id = '{gone}'")
+    extra_rows = ("SELECT (SELECT COUNT(*) FROM hst_session_extra WHERE session_id = ?1) + "
+                  "(SELECT COUNT(*) FROM hst_message_extra WHERE session_id = ?1)")
+    orphans, others = raw_scalar(path, extra_rows, (gone,)), sum(raw_scalar(path, extra_rows, (s,)) for s in kept)
+    code, doc = cli_json("--db", path, "maintain")
+    assert code == 0 and doc["extra_rows_dropped"] == orphans > 0
+    assert raw_scalar(path, extra_rows, (gone,)) == 0
+    assert sum(raw_scalar(path, extra_rows, (s,)) for s in kept) == others
+    assert cli_json("--db", path, "maintain")[1]["extra_rows_dropped"] == 0
+    assert "extra data" not in cli("--db", path, "maintain").stdout  # said only when there was some

@@ -153,6 +153,8 @@ def _human_maintain(doc: dict[str, Any]) -> str:
     lines += _listed("repaired:", doc["repairs"])
     lines += _listed("left unfixed:", doc["unfixed"])
     lines += [f"note: {doc['note']}"] if doc.get("note") else []
+    if doc["extra_rows_dropped"]:
+        lines.append(f"extra data of deleted sessions dropped: {plural(doc['extra_rows_dropped'], 'row')}")
     lines.append(f"search index optimized: {'yes' if doc['optimized'] else 'no'}; "
                  f"vacuumed: {'yes' if doc['vacuumed'] else 'no'}; "
                  f"{doc['bytes_before']:,} -> {doc['bytes_after']:,} bytes")
