@@ -141,3 +141,11 @@ def test_the_first_batch_is_small_so_the_writer_starts_early(tmp_path):
     sizes = [len(items) for items in prepared_batches(None, files, None, None, ReadLog())]
     first = BATCH_MESSAGES // FIRST_BATCH_SHARE // 10  # sessions of 10 messages
     assert sizes == [first, 120 - first]
+
+
+def test_an_import_where_no_reader_process_can_start_reads_in_process(tmp_path, monkeypatch):
+    _corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 1)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    stats = import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
+    assert (stats.sessions_created, stats.messages_imported, stats.problems) == (PARALLEL_FROM_FILES + 1,
+                                                                                2 * (PARALLEL_FROM_FILES + 1), [])

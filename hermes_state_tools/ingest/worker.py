@@ -75,10 +75,15 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a
-    `__main__` guard.
+    `__main__` guard. Where no process can be started (an embedded interpreter without an
+    executable, a process limit), the batches are read here instead.
     """
-    child = subprocess.Popen([sys.executable, "-m", f"{__package__}.reader_child"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=_child_environment())
+    try:
+        child = subprocess.Popen([sys.executable or "python3", "-m", f"{__package__}.reader_child"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_child_environment())
+    except OSError:
+        yield from local_batches(db_path, files, tz, source, log)
+        return
     assert child.stdin is not None and child.stdout is not None
     _widen_pipe(child.stdout)
     staging: Path | None = None
