@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -149,3 +151,84 @@ def test_an_import_where_no_reader_process_can_start_reads_in_process(tmp_path, 
     stats = import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
     assert (stats.sessions_created, stats.messages_imported, stats.problems) == (PARALLEL_FROM_FILES + 1,
                                                                                 2 * (PARALLEL_FROM_FILES + 1), [])
+
+
+def _run_script(tmp_path: Path, code: str, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
+    script = tmp_path / "caller.py"
+    script.write_text(textwrap.dedent(code))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout.split()
+
+
+IMPORT_AND_COUNT = """
+    import sys
+    from pathlib import Path
+    from hermes_state_tools.ingest import import_paths
+    stats = import_paths(Path(sys.argv[0]).parent / "state.db", [Path(sys.argv[0]).parent / "sessions"], tz=TZ)
+    print(stats.sessions_created, stats.messages_imported, len(stats.problems))
+"""
+
+
+@pytest.mark.parametrize("setting", ["a package folder in the working directory", "a tzinfo of the caller's own",
+                                     "a sitecustomize that prints"])
+def test_the_reader_process_copes_with_what_the_caller_brings(tmp_path, setting):
+    _corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 2)
+    expected = [str(PARALLEL_FROM_FILES + 2), str(2 * (PARALLEL_FROM_FILES + 2)), "0"]
+    work, env, code = tmp_path / "work", None, IMPORT_AND_COUNT.replace("TZ", "None")
+    work.mkdir()
+    if setting.startswith("a package"):
+        # `python -m` would put this first on the reader's path, in place of the real package.
+        (work / "importers").mkdir()
+        (work / "importers" / "__init__.py").write_text("raise ImportError('the wrong importers')\n")
+    elif setting.startswith("a tzinfo"):
+        code = textwrap.dedent("""
+            from datetime import timedelta, tzinfo
+            class Plus2(tzinfo):  # defined in the script: a reader process could not rebuild it
+                def utcoffset(self, moment): return timedelta(hours=2)
+                def dst(self, moment): return timedelta(0)
+                def tzname(self, moment): return "+02"
+        """) + textwrap.dedent(IMPORT_AND_COUNT).replace("TZ", "Plus2()")
+    else:
+        (work / "sitecustomize.py").write_text("print('hello from sitecustomize')\n")
+        env = {**os.environ, "PYTHONPATH": str(work)}
+    assert _run_script(tmp_path, code, work, env)[-3:] == expected
+
+
+def test_a_lock_retry_reports_each_problem_once(tmp_path, monkeypatch):
+    # Two exported sessions claim one title: the second is renamed, a problem reported once, even
+    # when the batch's first attempt was rolled back on a lock and run again.
+    write_jsonl(tmp_path / "sessions" / "export.jsonl", [
+        {"format": "hermes-state-export/1", "session": {"id": sid, "source": "cli", "started_at": 100.0 + n,
+                                                        "title": "Same title"},
+         "messages": [{"role": "user", "content": f"m{n}", "timestamp": 100.5 + n}]}
+        for n, sid in enumerate(("first", "second"))
+    ])
+    attempts = []
+    original = run.write_batch
+
+    def locked_once(conn, *args):
+        written = original(conn, *args)
+        attempts.append(len(written))
+        if len(attempts) == 1:
+            raise sqlite3.OperationalError("database is locked")  # as a busy Hermes would make it
+        return written
+
+    monkeypatch.setattr(run, "write_batch", locked_once)
+    stats = import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
+    assert attempts == [2, 2]
+    assert [p.kind for p in stats.problems] == ["title_renamed"]
+    assert stats.sessions_created == 2
+
+
+def test_a_batch_whose_staging_fails_half_way_reports_nothing_twice(tmp_path):
+    _varied_corpus(tmp_path / "sessions", 5)
+    files, _ = discover([tmp_path / "sessions"])
+    (items,) = prepared_batches(None, files, None, None, ReadLog())
+    items[4].rows.append((*items[4].rows[0][:6], {"not": "bindable"}))  # SQLite refuses this row
+    before = [list(item.problems) for item in items]
+    assert not stage_batch(tmp_path / "batch.db", items)  # session 3's surrogate was met first
+    assert [item.problems for item in items] == before
+    assert not (tmp_path / "batch.db").exists()

@@ -1,5 +1,5 @@
-"""The pipe between the importing process and its reader: length-prefixed pickles one way,
-one-byte acknowledgements the other."""
+"""The pipe between the importing process and its reader: framed pickles one way, one-byte
+acknowledgements the other."""
 
 from __future__ import annotations
 
@@ -14,33 +14,58 @@ from typing import Any, BinaryIO
 READ_AHEAD = 4
 ACK = b"+"
 
-_HEADER = struct.Struct("<Q")
+# Each frame: a marker, the pickle's length, the pickle. The marker tells a frame from stray
+# output (a sitecustomize that prints) and a garbled length from a real one.
+_MARKER = b"HST\x01"
+_HEADER = struct.Struct("<4sQ")
+_LARGEST = 2**36  # no batch comes near; a length beyond this is not one
+
+
+class BrokenChannel(Exception):
+    """The reader's pipe ended, or carried something that is not a frame."""
 
 
 def send(out: BinaryIO, message: tuple[Any, ...]) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_HEADER.pack(len(data)))
+    out.write(_HEADER.pack(_MARKER, len(data)))
     out.write(data)
     out.flush()
 
 
-def receive(pipe: BinaryIO) -> tuple[Any, ...]:
-    """One message; EOFError when the pipe ends before a whole one arrived.
+def _skip_to_marker(pipe: BinaryIO) -> bytes:
+    """The header of the first frame, passing over up to 64 KiB that the reader's interpreter
+    printed before the reader took its stdout over (a sitecustomize that prints)."""
+    seen = b""
+    while not seen.endswith(_MARKER) and len(seen) <= 2**16:
+        byte = pipe.read(1)
+        if not byte:
+            break
+        seen += byte
+    return seen[-len(_MARKER):] + pipe.read(_HEADER.size - len(_MARKER))
+
+
+def receive(pipe: BinaryIO, first: bool = False) -> tuple[Any, ...]:
+    """One message; BrokenChannel when the pipe ends before a whole one arrived or holds no frame.
 
     The pickle is read whole, then loaded with the cyclic GC paused: rows sent in memory are
     ~10^5 new tuples and strings that hold no cycles, and collections triggered by their
     allocation would otherwise take about a third of the loading time."""
-    header = pipe.read(_HEADER.size)
+    header = _skip_to_marker(pipe) if first else pipe.read(_HEADER.size)
     if len(header) < _HEADER.size:
-        raise EOFError("the reader's pipe ended")
-    (size,) = _HEADER.unpack(header)
+        raise BrokenChannel("its pipe ended")
+    marker, size = _HEADER.unpack(header)
+    if marker != _MARKER or size > _LARGEST:
+        raise BrokenChannel(f"it wrote something else than a batch to its pipe ({header!r})")
     data = pipe.read(size)
     if len(data) < size:
-        raise EOFError("the reader's pipe ended inside a message")
+        raise BrokenChannel("its pipe ended inside a message")
     paused = gc.isenabled()
     gc.disable()
     try:
-        return pickle.loads(data)
+        message = pickle.loads(data)
+    except Exception as exc:  # any unpickling failure means the same: no batch
+        raise BrokenChannel(f"a message could not be read ({exc})") from exc
     finally:
         if paused:
             gc.enable()
+    return message

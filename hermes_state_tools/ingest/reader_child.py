@@ -1,16 +1,18 @@
 """The import's reader process: reads and plans, stages each batch's rows in a file of its own, and
-sends the batch down stdout; the importing process acknowledges each committed batch on stdin.
+sends the batch down its channel; the importing process acknowledges each committed batch on stdin.
 
-Run as `python -m hermes_state_tools.ingest.reader_child`. When the importing process goes away
-(its end of stdin closes), the reader stops and removes its staging folder.
+Started by worker.remote_batches. When the importing process goes away (its end of stdin
+closes), the reader stops and removes its staging folder. It ignores Ctrl-C (the importing
+process handles it and the reader follows through the pipes), and its stdout is stderr: the
+channel is a private copy of the original stdout, so nothing printed can garble a frame.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -35,15 +37,19 @@ class _Acknowledgements(threading.Thread):
         self.changed = threading.Condition()
 
     def run(self) -> None:
-        # The file descriptor, not the buffered file: a thread blocked in a buffered read at exit
-        # makes the interpreter abort.
-        while chunk := os.read(self.inbox.fileno(), 4096):
+        try:
+            # The file descriptor, not the buffered file: a thread blocked in a buffered read at
+            # exit makes the interpreter abort.
+            while chunk := os.read(self.inbox.fileno(), 4096):
+                with self.changed:
+                    self.count += len(chunk)
+                    self.changed.notify_all()
+        except OSError:
+            pass  # a broken pipe says the same as its end: the importer is gone
+        finally:
             with self.changed:
-                self.count += len(chunk)
+                self.gone = True
                 self.changed.notify_all()
-        with self.changed:
-            self.gone = True
-            self.changed.notify_all()
 
     def wait_for(self, count: int) -> bool:
         """Wait until `count` batches are acknowledged; False when the importer is gone."""
@@ -67,14 +73,25 @@ def _staging_folder() -> Path | None:
         return None
 
 
-def serve(inbox: BinaryIO, out: BinaryIO) -> None:
-    db_path, files, tz, source = pickle.load(inbox)
-    log = ReadLog()
-    acks = _Acknowledgements(inbox)
-    acks.start()
-    staging = _staging_folder()
+def _deliver(out: BinaryIO, message: tuple[object, ...]) -> bool:
+    """Send a message; False when the importing process is gone (a broken pipe; EINVAL on Windows)."""
     try:
-        send(out, ("staging", staging, [], 0))
+        send(out, message)
+    except OSError:
+        return False
+    return True
+
+
+def serve(inbox: BinaryIO, out: BinaryIO) -> None:
+    acks = _Acknowledgements(inbox)
+    log = ReadLog()
+    staging: Path | None = None
+    try:
+        db_path, files, tz, source = pickle.load(inbox)
+        acks.start()
+        staging = _staging_folder()
+        if not _deliver(out, ("staging", staging, [], 0)):
+            return
         for number, items in enumerate(prepared_batches(db_path if db_path.exists() else None,
                                                         files, tz, source, log)):
             if not acks.wait_for(number - READ_AHEAD + 1):
@@ -82,20 +99,26 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
             path = staging / f"batch-{number:06d}.db" if staging is not None else None
             if path is not None and not stage_batch(path, items):
                 path = None  # the rows travel in the pipe instead
-            send(out, ("batch", Batch(items, path), log.problems, log.files_read))
+            if not _deliver(out, ("batch", Batch(items, path), log.problems, log.files_read)):
+                return
             log.problems, log.files_read = [], 0
-        send(out, ("done", None, log.problems, log.files_read))
-    except BrokenPipeError:
-        return
+        _deliver(out, ("done", None, log.problems, log.files_read))
     except BaseException:
-        with contextlib.suppress(BrokenPipeError):
-            send(out, ("error", traceback.format_exc(limit=8), log.problems, log.files_read))
+        _deliver(out, ("error", traceback.format_exc(limit=8), log.problems, log.files_read))
     finally:
         # Staged batches stay until the importing process has written them all or is gone.
-        acks.wait_gone()
+        if acks.is_alive():
+            acks.wait_gone()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    serve(sys.stdin.buffer, channel)
+
+
 if __name__ == "__main__":
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    main()

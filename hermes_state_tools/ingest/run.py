@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -84,23 +85,30 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Any:
     return replan
 
 
-def _write_all(db: SessionDB, source_batches: Iterator[Batch], stats: ImportStats, log: ReadLog,
+def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportStats, log: ReadLog,
                replan: Any, progress: Progress | None) -> list[str]:
     """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
     parked: list[str] = []
-    for batch in source_batches:
-        with attached(db._conn, batch.staging):
-            written = db._writer.run(lambda conn, items=batch.items: write_batch(conn, items, replan))
-        for item in written:
-            stats.count(item)
-            if "parent_session_id" in item.session_extra:
-                parked.append(item.session_id)
-        if progress:
-            progress.advance(files=log.files_read - files_seen,
-                             messages=sum(len(p.rows) + p.duplicates for p in batch.items))
-            files_seen = log.files_read
+    # Closed however this ends, so a reader process and its staging files never outlive the import
+    # (a caller holding on to an exception would otherwise keep the generator alive).
+    with contextlib.closing(source_batches) as batches:
+        for batch in batches:
+            _write_one(db, batch, stats, replan, parked)
+            if progress:
+                progress.advance(files=log.files_read - files_seen,
+                                 messages=sum(len(p.rows) + p.duplicates for p in batch.items))
+                files_seen = log.files_read
     return parked
+
+
+def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Any, parked: list[str]) -> None:
+    with attached(db._conn, batch.staging):
+        written = db._writer.run(lambda conn: write_batch(conn, batch.items, replan))
+    for item in written:
+        stats.count(item)
+        if "parent_session_id" in item.session_extra:
+            parked.append(item.session_id)
 
 
 def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,

@@ -32,6 +32,7 @@ def stage_batch(path: Path, batch: list[Prepared]) -> bool:
     cannot be written, e.g. on a full temporary disk.
     """
     staged: list[StagedRows] = []
+    reported = [len(item.problems) for item in batch]  # a failed staging reports nothing: the writer will
     try:
         conn = sqlite3.connect(path, isolation_level=None)
         try:
@@ -50,6 +51,8 @@ def stage_batch(path: Path, batch: list[Prepared]) -> bool:
             conn.close()
     except (sqlite3.Error, OSError):
         path.unlink(missing_ok=True)
+        for item, count in zip(batch, reported, strict=True):
+            del item.problems[count:]
         return False
     for item, rows in zip(batch, staged, strict=True):
         item.rows = rows
@@ -75,8 +78,11 @@ def attached(conn: sqlite3.Connection, path: Path | None) -> Iterator[None]:
 
 def insert_staged(conn: sqlite3.Connection, rows: StagedRows) -> None:
     """Copy one session's staged rows into messages, in their order (ids follow it)."""
-    conn.execute(
+    copied = conn.execute(
         f"INSERT INTO messages ({_COLUMNS}) SELECT {_COLUMNS} FROM {SCHEMA_NAME}.rows "
         "WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
         (rows.first, rows.first + rows.count - 1),
-    )
+    ).rowcount
+    if copied != rows.count:  # a damaged staging file: the batch rolls back whole
+        raise ImportReaderError(f"the import's staging file held {copied} of a session's {rows.count} messages; "
+                                "what was imported so far is kept, re-run to finish")

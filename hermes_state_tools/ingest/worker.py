@@ -9,15 +9,17 @@ stdout instead; if the importing process dies, the pipe breaks and the reader ex
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pickle
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from datetime import tzinfo
+from collections.abc import Generator, Iterator
+from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import BinaryIO
+from zoneinfo import ZoneInfo
 
 import hermes_state_tools
 import importers
@@ -29,7 +31,7 @@ except ImportError:  # Windows
 
 from ..connection import connect
 from ..errors import ImportReaderError
-from .channel import ACK, receive
+from .channel import ACK, BrokenChannel, receive
 from .prepare import Batch, Prepared, batches, prepare
 from .units import ReadLog, UnitReader
 
@@ -47,7 +49,7 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
 
 
 def local_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
-                  log: ReadLog) -> Iterator[Batch]:
+                  log: ReadLog) -> Generator[Batch, None, None]:
     """Batches read and planned in this process (small imports: a second one costs more to start)."""
     for items in prepared_batches(db_path, files, tz, source, log):
         yield Batch(items)
@@ -69,18 +71,45 @@ def _widen_pipe(pipe: BinaryIO) -> None:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 2**20)
 
 
+# The reader's command line: `-c` rather than `-m`, so the working directory is not put first on
+# its path (a folder named `importers` there would replace the package).
+_LAUNCH = "import sys; del sys.path[0]; from hermes_state_tools.ingest.reader_child import main; main()"
+
+
+def _can_start_reader(tz: tzinfo | None) -> bool:
+    """A frozen application's executable is the application itself, and a zone the reader cannot
+    rebuild (a tzinfo class of the caller's script) would fail there: both read in this process."""
+    portable = tz is None or isinstance(tz, (ZoneInfo, timezone))
+    return portable and bool(sys.executable) and not getattr(sys, "frozen", False)
+
+
+def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderError:
+    """The error to raise, once the reader has exited (its stdin closed tells it to)."""
+    with contextlib.suppress(OSError):
+        assert child.stdin is not None
+        child.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=5)
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+    return ImportReaderError(f"the import's reader process {why} (exit {child.returncode}); what was imported "
+                             "so far is kept, re-run to finish")
+
+
 def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
-                   log: ReadLog) -> Iterator[Batch]:
-    """`prepared_batches` computed in a child process (`python -m hermes_state_tools.ingest.reader_child`).
+                   log: ReadLog) -> Generator[Batch, None, None]:
+    """`prepared_batches` computed in a reader process (reader_child.py).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a
-    `__main__` guard. Where no process can be started (an embedded interpreter without an
-    executable, a process limit), the batches are read here instead.
+    `__main__` guard. Where no reader process can be started, the batches are read here.
     """
     try:
-        child = subprocess.Popen([sys.executable or "python3", "-m", f"{__package__}.reader_child"],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_child_environment())
+        if not _can_start_reader(tz):
+            raise OSError("no reader process here")
+        child = subprocess.Popen([sys.executable, "-c", _LAUNCH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 env=_child_environment())
     except OSError:
         yield from local_batches(db_path, files, tz, source, log)
         return
@@ -88,32 +117,33 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
     _widen_pipe(child.stdout)
     staging: Path | None = None
     try:
-        pickle.dump((db_path, files, tz, source), child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        child.stdin.flush()
-        while True:
+        try:
+            pickle.dump((db_path, files, tz, source), child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            child.stdin.flush()
+        except OSError as exc:
+            raise _reader_failed(child, "could not be started") from exc
+        for number in itertools.count():
             try:
-                kind, payload, problems, files_read = receive(child.stdout)
-            except (EOFError, pickle.UnpicklingError) as exc:
-                raise ImportReaderError(f"the import's reader process died unexpectedly (exit {child.wait()}); "
-                                        "what was imported so far is kept, re-run to finish") from exc
+                kind, payload, problems, files_read = receive(child.stdout, first=number == 0)
+            except BrokenChannel as exc:
+                raise _reader_failed(child, f"stopped unexpectedly: {exc}") from exc
             log.problems += problems
             log.files_read += files_read
             if kind == "staging":
                 staging = payload
             elif kind == "error":
                 last = payload.strip().splitlines()[-1] if payload.strip() else "unknown error"
-                raise ImportReaderError(f"the import's reader process failed ({last}); what was imported so far "
-                                        "is kept, re-run to finish")
+                raise _reader_failed(child, f"failed ({last})")
             elif kind == "done":
                 return
             else:
                 yield payload
-                with contextlib.suppress(BrokenPipeError):  # committed: the reader may stage another batch
+                with contextlib.suppress(OSError):  # committed: the reader may stage another batch
                     child.stdin.write(ACK)
                     child.stdin.flush()
     finally:
         for pipe in (child.stdin, child.stdout):
-            with contextlib.suppress(BrokenPipeError):
+            with contextlib.suppress(OSError):
                 pipe.close()
         try:
             child.wait(timeout=5)

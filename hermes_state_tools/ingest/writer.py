@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from importers.records import Problem
@@ -123,7 +124,10 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
 
     A session that changed since it was planned (another process wrote to it, or an earlier
     session of this batch was the same one) is planned again against what is there now.
+    Writing works on copies of the plans: an attempt rolled back on a lock and run again
+    starts from the plans as they came, and reports each problem once.
     """
+    batch = [replace(item, problems=list(item.problems), session_extra=dict(item.session_extra)) for item in batch]
     first_id = next_id = _next_message_id(conn)
     created = [item.session_id for item in batch if item.create]
     if created:
