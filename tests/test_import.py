@@ -34,6 +34,7 @@ from import_helpers import (
 )
 
 from hermes_state_tools import SessionDB
+from hermes_state_tools.cli.base import INTERRUPTED
 from hermes_state_tools.ingest import ImportStats, import_paths
 from hermes_state_tools.sqldump import dump_sql
 from importers import LegacyMessage, LegacySession, read_paths
@@ -650,3 +651,23 @@ def test_a_concurrent_hermes_writer_loses_nothing_and_never_waits_long(tmp_path,
 @pytest.mark.soak
 def test_a_concurrent_hermes_writer_beside_a_large_import(tmp_path, db_path):
     import_beside_a_live_writer(tmp_path, db_path, 1500, 120)
+
+
+def test_ctrl_c_stops_the_import_cleanly(tmp_path, corpus):
+    # SIGINT to the whole process group, as a terminal's Ctrl-C sends it: the importer says so in
+    # one line (and in JSON), its reader leaves no traceback and no staging files, and a re-run
+    # finishes the job.
+    db, scratch = tmp_path / "state.db", tmp_path / "tmp"
+    scratch.mkdir()
+    process = subprocess.Popen(import_command(db, corpus.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
+    time.sleep(min(1.0, corpus.seconds / 2))
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    wait_until_group_gone(process.pid)
+    assert process.returncode == 1, err
+    assert json.loads(out) == {"ok": False, "error": INTERRUPTED}
+    assert b"Traceback" not in err and err.strip().splitlines()[-1] == f"hermes-state: {INTERRUPTED}".encode()
+    assert list(scratch.iterdir()) == []
+    kept = assert_consistent(db, corpus.written)
+    finish_and_compare(db, corpus, kept)

@@ -96,6 +96,9 @@ def usage_line(exc: click.UsageError) -> str:
     return message + (f" ({hints[0]})" if hints else "")
 
 
+INTERRUPTED = "interrupted; what was already written is kept whole, re-run to finish"
+
+
 class ToolGroup(click.Group):
     """A click group that turns library errors into one-line messages and the contract's exit codes."""
 
@@ -113,8 +116,14 @@ class ToolGroup(click.Group):
             if "--json" in argv:
                 click.echo(orjson.dumps({"ok": False, "error": message}).decode())
             sys.exit(EXIT_USAGE)
-        except click.Abort:
-            click.echo("hermes-state: aborted", err=True)
+        except click.Abort as exc:
+            # Ctrl-C, or "no" at a confirmation prompt. Every write is one transaction: what was
+            # committed before the interrupt stays whole, and nothing half-written does.
+            interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+            message = INTERRUPTED if interrupted else "aborted"
+            click.echo(f"hermes-state: {message}", err=True)
+            if "--json" in argv:
+                click.echo(orjson.dumps({"ok": False, "error": message}).decode())
             sys.exit(EXIT_PROBLEMS)
         except click.ClickException as exc:
             exc.show()
