@@ -8,6 +8,7 @@ import unicodedata
 
 MAX_TITLE_LENGTH = 100
 _NUMBERED = re.compile(r"^(?P<base>.*?) #(?P<n>\d+)$", re.DOTALL)
+_DIGITS = re.compile(r"\d+")
 # Format (Cf: zero-width, bidi marks, BOM, ...), control (Cc) and lone surrogates (Cs,
 # which SQLite cannot store as UTF-8) are invisible or unprintable: a title drops them.
 _DROPPED_CATEGORIES = {"Cc", "Cf", "Cs"}
@@ -61,13 +62,12 @@ def lineage_titles(conn: sqlite3.Connection, base: str) -> list[sqlite3.Row]:
 def highest_number(base: str, titles: list[str]) -> int:
     """Highest N among `base` (counts as 1) and `base #N`; 0 when none is used."""
     highest = 0
+    prefix = f"{base} #"
     for title in titles:
         if title == base:
             highest = max(highest, 1)
-            continue
-        stem, number = split_numbered(title)
-        if stem == base and number is not None:
-            highest = max(highest, number)
+        elif title.startswith(prefix) and _DIGITS.fullmatch(title, len(prefix)):
+            highest = max(highest, int(title[len(prefix):]))  # also for an empty base: " #2"
     return highest
 
 
