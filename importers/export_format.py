@@ -10,20 +10,24 @@ One session per line of UTF-8 JSON (non-ASCII characters written as themselves):
 
 In a message, `content` is a string, a list of parts (multimodal) or null; `tool_calls`,
 `reasoning_details` and `codex_reasoning_items` are decoded JSON values, not JSON text;
-`timestamp` is epoch seconds. Messages keep the store's order. `import-jsonl` recognises
-an export file by the `format` key of its first object and reads every column back, so an
-export imported into an empty database reproduces every field (message ids aside).
+`timestamp` is epoch seconds. A stored value is written decoded only when storing the decoded
+value again gives the same text; anything else (text that merely starts like list content,
+JSON spelled another way, a JSON string or null) is written as the text it is. Messages keep
+the store's order. `import-jsonl` recognises an export file by the `format` key of its first
+object and reads every column back, so an export imported into an empty database reproduces
+every field (message ids aside).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import tzinfo
 from typing import Any
 
 import orjson
 
+from hermes_state_tools import jsonutil
 from hermes_state_tools.schema import SESSIONS_COLUMNS
 from importers.messages import Where, normalise_message
 from importers.records import SOURCE_FALLBACK, SOURCE_FROM_INDEX, LegacyMessage, LegacySession, Problem
@@ -31,8 +35,6 @@ from importers.text import JsonLine
 
 FORMAT = "hermes-state-export/1"
 JSON_COLUMNS = ("tool_calls", "reasoning_details", "codex_reasoning_items")
-# How the store spells list content in its TEXT column (see session-store.md).
-LIST_CONTENT_PREFIX = "\x00json:"
 
 
 def export_line(
@@ -61,20 +63,21 @@ def _export_message(row: dict[str, Any], extra: dict[str, Any] | None) -> dict[s
     out = {key: value for key, value in row.items() if key not in ("id", "session_id")}
     for key in JSON_COLUMNS:
         if isinstance(out.get(key), str):
-            out[key] = _decoded(out[key])
-    content = out.get("content")
-    if isinstance(content, str) and content.startswith(LIST_CONTENT_PREFIX):
-        out["content"] = _decoded(content.removeprefix(LIST_CONTENT_PREFIX))
+            out[key] = _decoded(out[key], jsonutil.dumps)
+    if isinstance(out.get("content"), str) and out["content"].startswith(jsonutil.MULTIMODAL_PREFIX):
+        out["content"] = _decoded(out["content"], jsonutil.encode_content, jsonutil.MULTIMODAL_PREFIX)
     out["extra"] = extra or {}
     return out
 
 
-def _decoded(text: str) -> Any:
-    """Return the value JSON text holds, or the text itself when it is not JSON."""
+def _decoded(stored: str, encode: Callable[[Any], Any], prefix: str = "") -> Any:
+    """The list or object stored JSON text holds, when `encode` (what the import does with it) gives
+    the same text back; otherwise the text itself, which the import stores as it is."""
     try:
-        return json.loads(text)
+        value = json.loads(stored.removeprefix(prefix))
     except ValueError:
-        return text
+        return stored
+    return value if isinstance(value, (list, dict)) and encode(value) == stored else stored
 
 
 def is_export_record(value: Any) -> bool:
@@ -148,5 +151,11 @@ def _read_message(row: Any, where: Where, tz: tzinfo | None) -> tuple[LegacyMess
     """Return one exported message with its extra data restored."""
     if not isinstance(row, dict) or not isinstance(row.get("extra"), dict):
         return normalise_message(row, where, tz)
-    columns = {key: value for key, value in row.items() if key != "extra"}
-    return normalise_message(columns, where, tz, extra=row["extra"])
+    # A JSON column written as text is the text another program stored: it is stored back as it is.
+    stored_text = {key: row[key] for key in JSON_COLUMNS if isinstance(row.get(key), str)}
+    columns = {key: value for key, value in row.items() if key != "extra" and key not in stored_text}
+    message, problems = normalise_message(columns, where, tz, extra=row["extra"])
+    if message is not None:
+        for key, text in stored_text.items():
+            setattr(message, key, text)
+    return message, problems

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from import_helpers import (
     LEGACY,
@@ -27,7 +27,7 @@ from import_helpers import (
 )
 from schema_fixtures import load_fixture
 
-from hermes_state_tools import SessionDB, export_stream, jsonutil
+from hermes_state_tools import SessionDB, counters, export_stream, jsonutil
 from hermes_state_tools.ingest import import_paths
 
 DISK = "20260310_184211_a1c4e9b2"
@@ -276,6 +276,7 @@ def as_stored(row: dict[str, Any], extra: dict[str, Any]) -> tuple[Any, ...]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(transcript_message(), min_size=1, max_size=8),
        meta=st.none() | st.fixed_dictionaries({"model": TEXT, "platform": st.sampled_from(["telegram", "local"])}))
+@example(records=[{"role": "user", "content": "\x00json:"}], meta=None)  # the list marker, typed as text
 def test_random_transcripts_survive_import_export_import(records, meta):
     assume(not repeats_its_history(records))
     session_id = "20260301_101010_abcdef12"
@@ -311,3 +312,32 @@ def test_integers_wider_than_64_bits_survive_the_round_trip(tmp_path, db_path):
     import_paths(db_path, [tmp_path / "wide.jsonl"])
     [record] = lines(export_bytes(db_path))
     assert record["messages"][0]["extra"] == WIDE
+
+
+# Stored text that only looks like what the store encodes: each must come back as the same text.
+LOOKALIKES = [
+    ("content", "\x00json:"),  # the list marker and nothing after it (found by hypothesis)
+    ("content", "\x00json:[1,2]"),  # a list, but spelled otherwise than the store spells one
+    ("content", '\x00json:"a string"'),
+    ("content", "\x00json:[1, 2]"),  # spelled as the store spells it: exported as a list
+    ("tool_calls", '[{"id":"c1"}]'),
+    ("tool_calls", "null"),
+    ("reasoning_details", '"just text"'),
+    ("codex_reasoning_items", "not json at all"),
+]
+
+
+@pytest.mark.parametrize(("column", "text"), LOOKALIKES)
+def test_stored_text_that_looks_encoded_survives_the_round_trip(tmp_path, column, text):
+    db = tmp_path / "state.db"
+    with SessionDB(db) as store:
+        store.create_session("s1", "cli")
+        store.append_message("s1", "assistant", "placeholder")
+        store._conn.execute(f"UPDATE messages SET {column} = ?", (text,))  # as another writer left it
+        counters.recount(store._conn, ["s1"])  # that writer kept its counters true
+    exported = export_bytes(db)
+    copy = reimport(tmp_path, exported)
+    assert stored(copy) == stored(db)
+    assert export_bytes(copy) == exported
+    written = lines(exported)[0]["messages"][0][column]
+    assert (written == [1, 2]) if text == "\x00json:[1, 2]" else (written == text)

@@ -54,6 +54,15 @@ class Prepared:
 _NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
 
 
+def _tool_call_count(role: str, tool_calls: Any) -> int:
+    """What a message adds to tool_call_count as counters.recount counts it: tool calls kept as the
+    text another program stored (an export of its rows) count as the JSON array they hold."""
+    if isinstance(tool_calls, str) and role != "tool":
+        value = jsonutil.loads_or_raw(tool_calls)
+        return len(value) if isinstance(value, list) else 1
+    return tool_call_increment(role, tool_calls)
+
+
 def _json_column(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -96,7 +105,7 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
     return Prepared(
         session_id=plan.session_id, create=plan.create, row=plan.row, session_extra=plan.session_extra,
         rows=_rows(plan), message_extras=[(n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra],
-        tool_calls=sum(tool_call_increment(m.role, m.tool_calls) for m, _, _ in plan.inserts),
+        tool_calls=sum(_tool_call_count(m.role, m.tool_calls) for m, _, _ in plan.inserts),
         duplicates=plan.duplicates, problems=plan.problems, unit=shell, retimed=plan.retimed,
         fingerprint=fingerprint(conn, unit.session_id),
     )
