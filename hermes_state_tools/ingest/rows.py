@@ -8,6 +8,7 @@ than binding text). Rows go in by runs of one size, in their order: ids follow t
 from __future__ import annotations
 
 import itertools
+import re
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +44,13 @@ def _insert_in_order(conn: sqlite3.Connection, table: str, rows: list[tuple]) ->
         conn.executemany(_insert_statement(table, size), run)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def without_surrogates(value: Any) -> Any:
     """A lone UTF-16 surrogate cannot be stored as UTF-8: it becomes U+FFFD."""
-    if isinstance(value, str):
-        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
+    if isinstance(value, str) and not value.isascii():
+        return _SURROGATE.sub("\ufffd", value)
     return value
 
 

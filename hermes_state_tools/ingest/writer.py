@@ -28,11 +28,23 @@ if TYPE_CHECKING:
     from .units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
-def _insert_session_rows(conn: sqlite3.Connection, item: Prepared) -> None:
-    if isinstance(item.rows, StagedRows):
-        insert_staged(conn, item.rows)
-    else:
-        insert_rows(conn, "messages", item.rows, item.problems)
+class _StagedRun:
+    """Staged rows of consecutive sessions, copied in one INSERT ... SELECT instead of one per session
+    (a statement per session is most of the cost of a batch of short sessions). Copied before
+    anything else adds messages or reads them: ids and plans see the rows in batch order."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn, self.rows = conn, StagedRows(1, 0)
+
+    def add(self, rows: StagedRows) -> None:
+        if self.rows.count and rows.first != self.rows.first + self.rows.count:
+            self.copy()  # not contiguous: a session between was planned again or failed
+        self.rows = StagedRows(self.rows.first, self.rows.count + rows.count) if self.rows.count else rows
+
+    def copy(self) -> None:
+        if self.rows.count:
+            insert_staged(self.conn, self.rows)
+        self.rows = StagedRows(1, 0)
 
 
 def _unique_title(conn: sqlite3.Connection, plan: Prepared, title: str) -> str:
@@ -95,15 +107,18 @@ def _retime(conn: sqlite3.Connection, item: Prepared) -> None:
         + (", ...)" if len(item.retimed) > 5 else ")")))
 
 
-def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bool:
-    """Write one session inside a savepoint: a value SQLite refuses fails that session alone (reported)."""
+def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int, staged: _StagedRun) -> bool:
+    """Write one session inside a savepoint: a value SQLite refuses fails that session alone (reported).
+    Staged rows join the run of staged rows to copy; rows in memory go in at once."""
     conn.execute("SAVEPOINT import_session")
     try:
         _write_session_row(conn, item)
         _retime(conn, item)
         extras.merge_session_extra(conn, item.session_id, item.session_extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
-        _insert_session_rows(conn, item)
+        if not isinstance(item.rows, StagedRows):
+            staged.copy()
+            insert_rows(conn, "messages", item.rows, item.problems)
         extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
     except sqlite3.Error as exc:
         if is_lock_error(exc):
@@ -115,6 +130,8 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bo
         item.rows, item.create, item.row, item.retimed = [], False, {}, []
         return False
     conn.execute("RELEASE import_session")
+    if isinstance(item.rows, StagedRows):
+        staged.add(item.rows)
     return True
 
 
@@ -139,14 +156,19 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
     if has_trigger:
         conn.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")
     written: list[Prepared] = []
+    staged = _StagedRun(conn)
     for planned in batch:
-        item = planned if fingerprint(conn, planned.session_id) == planned.fingerprint else replan(conn, planned.unit)
+        item = planned
+        if fingerprint(conn, planned.session_id) != planned.fingerprint:
+            staged.copy()  # planning again reads the session's rows: every earlier one must be in
+            item = replan(conn, planned.unit)
         if item is None or not (item.changes or item.session_extra):
             written += [item] if item is not None else []
             continue
-        if _write_session(conn, item, next_id):
+        if _write_session(conn, item, next_id, staged):
             next_id += len(item.rows)
         written.append(item)
+    staged.copy()
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
                      (first_id,))
