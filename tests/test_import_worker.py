@@ -71,6 +71,14 @@ def _varied_corpus(folder: Path, sessions: int) -> None:
         if n == 3:
             text += '{"role": "user", "content": "broken \\ud800 half", "timestamp": "2026-01-01T10:00:05"}\n'
         (folder / f"20260101_{n:06d}_{n:08x}.jsonl").write_text(text, encoding="utf-8")
+    # Another copy of sessions 60 and 61 with one more message each, in a file of its own: the same
+    # session twice in one batch, so the writer plans each second copy again against the first.
+    write_jsonl(folder / "exported.jsonl", [
+        {"format": "hermes-state-export/1", "session": {"id": f"20260101_{n:06d}_{n:08x}", "source": "telegram"},
+         "messages": [{"role": "user", "content": f"question {n} café 你好 🙂", "timestamp": 1767261601.0},
+                      {"role": "user", "content": f"a later word {n}", "timestamp": 1767261700.0}]}
+        for n in (60, 61)  # in the reader's second batch, with their first copies
+    ])
 
 
 def _report(stats) -> list[tuple]:
@@ -86,7 +94,7 @@ def test_the_reader_process_stores_exactly_what_an_in_process_import_stores(tmp_
     assert content(tmp_path / "staged.db") == content(tmp_path / "local.db")
     assert _report(staged) == _report(local)
     assert [p.kind for p in staged.problems] == ["lone_surrogate"]
-    assert staged.messages_imported == local.messages_imported == 4 * (PARALLEL_FROM_FILES + 6) + 1
+    assert staged.messages_imported == local.messages_imported == 4 * (PARALLEL_FROM_FILES + 6) + 1 + 2
     assert fts_in_sync(tmp_path / "staged.db")
     assert sorted(tmp_path.iterdir()) == [tmp_path / n for n in ("local.db", "sessions", "staged.db")]
 
