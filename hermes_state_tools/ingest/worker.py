@@ -97,6 +97,35 @@ def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderErro
                              "so far is kept, re-run to finish")
 
 
+def _start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
+    """The reader process, or None where none can be started (the batches are then read here)."""
+    if not _can_start_reader(tz):
+        return None
+    try:
+        child = subprocess.Popen([sys.executable, "-c", _LAUNCH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 env=_child_environment())
+    except OSError:
+        return None
+    assert child.stdout is not None
+    _widen_pipe(child.stdout)
+    return child
+
+
+def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
+    """Close the pipes (the reader's cue to stop), wait for it, and remove what a killed one left."""
+    for pipe in (child.stdin, child.stdout):
+        with contextlib.suppress(OSError):
+            assert pipe is not None
+            pipe.close()
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+    if staging is not None:  # the reader removes it; this covers a reader that was killed
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
                    log: ReadLog) -> Generator[Batch, None, None]:
     """`prepared_batches` computed in a reader process (reader_child.py).
@@ -105,16 +134,11 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
     module in the child, which breaks any script that calls the library without a
     `__main__` guard. Where no reader process can be started, the batches are read here.
     """
-    try:
-        if not _can_start_reader(tz):
-            raise OSError("no reader process here")
-        child = subprocess.Popen([sys.executable, "-c", _LAUNCH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 env=_child_environment())
-    except OSError:
+    child = _start_reader(tz)
+    if child is None:
         yield from local_batches(db_path, files, tz, source, log)
         return
     assert child.stdin is not None and child.stdout is not None
-    _widen_pipe(child.stdout)
     staging: Path | None = None
     try:
         try:
@@ -142,13 +166,4 @@ def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: 
                     child.stdin.write(ACK)
                     child.stdin.flush()
     finally:
-        for pipe in (child.stdin, child.stdout):
-            with contextlib.suppress(OSError):
-                pipe.close()
-        try:
-            child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        if staging is not None:  # the reader removes it; this covers a reader that was killed
-            shutil.rmtree(staging, ignore_errors=True)
+        _stop_reader(child, staging)
