@@ -28,3 +28,23 @@ def test_a_session_sqlite_refuses_is_reported_and_the_others_are_written(tmp_pat
     bad = next(item for item in written if item.session_id == "bad")
     assert [(p.kind, p.failure) for p in bad.problems] == [("not_stored", True)]
     assert not bad.changes
+
+
+def test_a_plan_remembers_the_fingerprint_the_writer_checks(tmp_path: Path) -> None:
+    # The reader takes a plan's fingerprint from the rows it planned against (one snapshot); the
+    # writer asks the database. Both must agree for every kind of session, or plans would be
+    # made again for nothing (or, worse, not made again when they should be).
+    from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
+
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session("empty", "cli")
+        db.create_session("busy", "cli")
+        for n in range(3):
+            db.append_message("busy", "user", f"m{n}")
+        db.create_session("pruned", "cli")
+        db.append_message("pruned", "user", "old")
+        db.append_message("pruned", "user", "new")
+        db._conn.execute("DELETE FROM messages WHERE content = 'new'")  # the newest row gone: max id drops
+        for session_id in ("empty", "busy", "pruned", "absent"):
+            conn = db._conn
+            assert fingerprint_of(load_existing(conn, session_id)) == fingerprint(conn, session_id), session_id

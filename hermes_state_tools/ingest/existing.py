@@ -32,3 +32,16 @@ def fingerprint(conn: sqlite3.Connection | None, session_id: str) -> Fingerprint
         "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM messages WHERE session_id = ?", (session_id,)
     ).fetchone()
     return (count, highest)
+
+
+def fingerprint_of(existing: Existing | None) -> Fingerprint:
+    """The fingerprint of what load_existing read: the same snapshot as the plan made from it."""
+    if existing is None:
+        return None
+    return (len(existing.messages), max((m.id for m in existing.messages), default=0))
+
+
+def stored_session_ids(conn: sqlite3.Connection) -> set[str]:
+    """Every session id in the database: sessions outside it need no lookup to plan (one created
+    meanwhile fails the writer's fingerprint check and is planned again)."""
+    return {row[0] for row in conn.execute("SELECT id FROM sessions")}

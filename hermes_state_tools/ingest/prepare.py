@@ -17,7 +17,7 @@ from importers.records import LegacySession, Problem
 
 from .. import jsonutil
 from ..messages import tool_call_increment
-from .existing import Fingerprint, fingerprint, load_existing
+from .existing import Fingerprint, fingerprint_of, load_existing
 from .merge import Existing, ExistingMessage, SessionPlan, plan_session
 from .rows import MESSAGE_COLUMNS, SHORT_ROW, StagedRows
 from .units import Unit
@@ -93,10 +93,17 @@ def _wanted(unit: Unit, existing: bool) -> bool:
     return bool(unit.copies) and unit.index_entry is not None
 
 
-def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | None = None) -> Prepared | None:
+def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | None = None,
+            known: set[str] | None = None) -> Prepared | None:
     """Plan one unit against the database as it is now (or, for a dry run, against `pretend`: what the
-    run would already have written for this session); None when there is nothing to write."""
-    existing = pretend or (load_existing(conn, unit.session_id) if conn is not None else None)
+    run would already have written for this session); None when there is nothing to write. With
+    `known` (the ids stored when reading began), a session outside it is planned as new unread."""
+    if pretend is not None:
+        existing: Existing | None = pretend
+    elif conn is None or (known is not None and unit.session_id not in known):
+        existing = None
+    else:
+        existing = load_existing(conn, unit.session_id)
     if not _wanted(unit, existing is not None):
         return None
     copies: list[LegacySession] = unit.copies + ([unit.index_entry] if unit.index_entry else [])
@@ -107,7 +114,7 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         rows=_rows(plan), message_extras=[(n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra],
         tool_calls=sum(_tool_call_count(m.role, m.tool_calls) for m, _, _ in plan.inserts),
         duplicates=plan.duplicates, problems=plan.problems, unit=shell, retimed=plan.retimed,
-        fingerprint=fingerprint(conn, unit.session_id),
+        fingerprint=fingerprint_of(existing),
     )
 
 

@@ -32,6 +32,7 @@ except ImportError:  # Windows
 from ..connection import connect
 from ..errors import ImportReaderError
 from .channel import ACK, BrokenChannel, receive
+from .existing import stored_session_ids
 from .prepare import Batch, Prepared, batches, prepare
 from .units import ReadLog, UnitReader
 
@@ -41,8 +42,9 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
     """Units read from `files`, planned against the database as it is (None: no database yet)."""
     conn = connect(db_path, readonly=True) if db_path is not None else None
     try:
+        known = stored_session_ids(conn) if conn is not None else set()
         reader = UnitReader(files, tz, source, log)
-        yield from batches(p for unit in reader.units() if (p := prepare(conn, unit)) is not None)
+        yield from batches(p for unit in reader.units() if (p := prepare(conn, unit, known=known)) is not None)
     finally:
         if conn is not None:
             conn.close()
