@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes_state_tools import SessionDB
+from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
 from hermes_state_tools.ingest.prepare import Prepared
 from hermes_state_tools.ingest.units import Unit
 from hermes_state_tools.ingest.writer import write_batch
@@ -34,8 +35,6 @@ def test_a_plan_remembers_the_fingerprint_the_writer_checks(tmp_path: Path) -> N
     # The reader takes a plan's fingerprint from the rows it planned against (one snapshot); the
     # writer asks the database. Both must agree for every kind of session, or plans would be
     # made again for nothing (or, worse, not made again when they should be).
-    from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
-
     with SessionDB(tmp_path / "state.db") as db:
         db.create_session("empty", "cli")
         db.create_session("busy", "cli")
