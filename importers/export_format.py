@@ -63,21 +63,32 @@ def _export_message(row: dict[str, Any], extra: dict[str, Any] | None) -> dict[s
     out = {key: value for key, value in row.items() if key not in ("id", "session_id")}
     for key in JSON_COLUMNS:
         if isinstance(out.get(key), str):
-            out[key] = _decoded(out[key], jsonutil.dumps)
+            out[key] = _decoded(out[key], jsonutil.dumps, _IMPORTED_AS[key])
     if isinstance(out.get("content"), str) and out["content"].startswith(jsonutil.MULTIMODAL_PREFIX):
-        out["content"] = _decoded(out["content"], jsonutil.encode_content, jsonutil.MULTIMODAL_PREFIX)
+        out["content"] = _decoded(out["content"], jsonutil.encode_content, (list,), jsonutil.MULTIMODAL_PREFIX)
     out["extra"] = extra or {}
     return out
 
 
-def _decoded(stored: str, encode: Callable[[Any], Any], prefix: str = "") -> Any:
-    """The list or object stored JSON text holds, when `encode` (what the import does with it) gives
-    the same text back; otherwise the text itself, which the import stores as it is."""
+# The decoded values the import takes for each JSON column (anything else it sets aside as a
+# wrong type), so only those are written decoded.
+_IMPORTED_AS: dict[str, tuple[type, ...]] = {
+    "tool_calls": (list,), "reasoning_details": (list, dict), "codex_reasoning_items": (list, dict),
+}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN/Infinity: orjson would write null in their place
+
+
+def _decoded(stored: str, encode: Callable[[Any], Any], kinds: tuple[type, ...], prefix: str = "") -> Any:
+    """The value stored JSON text holds, when it is of a kind the import takes and `encode` (what the
+    import does with it) gives the same text back; otherwise the text, which the import stores as is."""
     try:
-        value = json.loads(stored.removeprefix(prefix))
+        value = json.loads(stored.removeprefix(prefix), parse_constant=_no_constant)
     except ValueError:
         return stored
-    return value if isinstance(value, (list, dict)) and encode(value) == stored else stored
+    return value if isinstance(value, kinds) and encode(value) == stored else stored
 
 
 def is_export_record(value: Any) -> bool:

@@ -324,6 +324,10 @@ LOOKALIKES = [
     ("tool_calls", "null"),
     ("reasoning_details", '"just text"'),
     ("codex_reasoning_items", "not json at all"),
+    ("content", '\x00json:{"a": 1}'),  # an object, which the import takes only as a string
+    ("tool_calls", '{"a": 1}'),
+    ("tool_calls", '[{"a": NaN}]'),  # orjson would write null for NaN
+    ("reasoning_details", '{"a": 1}'),  # an object this column does take: exported decoded
 ]
 
 
@@ -340,4 +344,7 @@ def test_stored_text_that_looks_encoded_survives_the_round_trip(tmp_path, column
     assert stored(copy) == stored(db)
     assert export_bytes(copy) == exported
     written = lines(exported)[0]["messages"][0][column]
-    assert (written == [1, 2]) if text == "\x00json:[1, 2]" else (written == text)
+    decoded = {"\x00json:[1, 2]": [1, 2], '{"a": 1}': {"a": 1} if column == "reasoning_details" else text}
+    assert written == decoded.get(text, text)
+    again = import_json(db, tmp_path / "copy.jsonl")[1]  # the export read back into its own source
+    assert (again["messages_imported"], again["messages_skipped_duplicate"]) == (0, 1)

@@ -88,6 +88,13 @@ def _report(stats) -> list[tuple]:
 def test_the_reader_process_stores_exactly_what_an_in_process_import_stores(tmp_path, monkeypatch):
     _varied_corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 6)
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the reader's staging folder goes here
+    # Session 60 is already stored with an earlier message: its two copies in one batch then both
+    # merge into it (the second sees the first's rows).
+    write_jsonl(tmp_path / "before" / "x.jsonl", [{"format": "hermes-state-export/1", "messages": [
+        {"role": "user", "content": "earlier", "timestamp": 1767261000.0}],
+        "session": {"id": "20260101_000060_0000003c", "source": "cli"}}])
+    for name in ("staged.db", "local.db"):
+        assert import_paths(tmp_path / name, [tmp_path / "before"]).messages_imported == 1
     staged = import_paths(tmp_path / "staged.db", [tmp_path / "sessions"])
     monkeypatch.setattr(run, "PARALLEL_FROM_FILES", 10**9)
     local = import_paths(tmp_path / "local.db", [tmp_path / "sessions"])
@@ -96,7 +103,7 @@ def test_the_reader_process_stores_exactly_what_an_in_process_import_stores(tmp_
     assert [p.kind for p in staged.problems] == ["lone_surrogate"]
     assert staged.messages_imported == local.messages_imported == 4 * (PARALLEL_FROM_FILES + 6) + 1 + 2
     assert fts_in_sync(tmp_path / "staged.db")
-    assert sorted(tmp_path.iterdir()) == [tmp_path / n for n in ("local.db", "sessions", "staged.db")]
+    assert sorted(tmp_path.iterdir()) == [tmp_path / n for n in ("before", "local.db", "sessions", "staged.db")]
 
 
 def test_batches_arrive_staged_and_the_reader_never_runs_far_ahead(tmp_path, monkeypatch):

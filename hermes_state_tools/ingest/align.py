@@ -46,6 +46,8 @@ def message_key(role: str, content: Any, tool_call_id: str | None, tool_calls: A
     if role == "tool" and tool_call_id and not generated_call_id:
         return ("tool", tool_call_id)
     calls: tuple[tuple[str, str], ...] = ()
+    if isinstance(tool_calls, str):  # as stored (an export of rows another program wrote)
+        tool_calls = jsonutil.loads_or_raw(tool_calls)
     if isinstance(tool_calls, list) and tool_calls:
         calls = tuple(_call_signature(call) for call in tool_calls)
     return (role, _canonical(jsonutil.decode_content(content)), calls)

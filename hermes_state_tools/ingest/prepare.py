@@ -39,7 +39,7 @@ class Prepared:
     session_extra: dict[str, Any]
     rows: list[tuple] | StagedRows  # messages rows in column order (see rows.py), or where they were staged
     message_extras: list[tuple[int, dict[str, Any]]]  # (index into rows, extra data)
-    tool_calls: int
+    tool_calls: int | None  # None: count in SQL after writing (see _tool_call_count)
     duplicates: int
     fingerprint: Fingerprint
     retimed: list[tuple[int, float]]  # stored rows moved forward to keep the merged order
@@ -54,13 +54,12 @@ class Prepared:
 _NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
 
 
-def _tool_call_count(role: str, tool_calls: Any) -> int:
-    """What a message adds to tool_call_count as counters.recount counts it: tool calls kept as the
-    text another program stored (an export of its rows) count as the JSON array they hold."""
-    if isinstance(tool_calls, str) and role != "tool":
-        value = jsonutil.loads_or_raw(tool_calls)
-        return len(value) if isinstance(value, list) else 1
-    return tool_call_increment(role, tool_calls)
+def _tool_call_count(inserts: list[tuple[Any, float, int]]) -> int | None:
+    """What the messages add to tool_call_count; None when some hold their tool calls as text another
+    program stored (an export of its rows): the writer then counts them as counters.recount does."""
+    if any(isinstance(m.tool_calls, str) for m, _, _ in inserts):
+        return None
+    return sum(tool_call_increment(m.role, m.tool_calls) for m, _, _ in inserts)
 
 
 def _json_column(value: Any) -> str | None:
@@ -112,7 +111,7 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
     return Prepared(
         session_id=plan.session_id, create=plan.create, row=plan.row, session_extra=plan.session_extra,
         rows=_rows(plan), message_extras=[(n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra],
-        tool_calls=sum(_tool_call_count(m.role, m.tool_calls) for m, _, _ in plan.inserts),
+        tool_calls=_tool_call_count(plan.inserts),
         duplicates=plan.duplicates, problems=plan.problems, unit=shell, retimed=plan.retimed,
         fingerprint=fingerprint_of(existing),
     )

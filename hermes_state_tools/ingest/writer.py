@@ -31,20 +31,22 @@ _INSERT_TRIGGER = "messages_fts_insert"
 class _StagedRun:
     """Staged rows of consecutive sessions, copied in one INSERT ... SELECT instead of one per session
     (a statement per session is most of the cost of a batch of short sessions). Copied before
-    anything else adds messages or reads them: ids and plans see the rows in batch order."""
+    anything else adds messages or reads a session they belong to: ids and plans see the rows in
+    batch order."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn, self.rows = conn, StagedRows(1, 0)
+        self.conn, self.rows, self.sessions = conn, StagedRows(1, 0), set[str]()
 
-    def add(self, rows: StagedRows) -> None:
+    def add(self, session_id: str, rows: StagedRows) -> None:
         if self.rows.count and rows.first != self.rows.first + self.rows.count:
             self.copy()  # not contiguous: a session between was planned again or failed
         self.rows = StagedRows(self.rows.first, self.rows.count + rows.count) if self.rows.count else rows
+        self.sessions.add(session_id)
 
     def copy(self) -> None:
         if self.rows.count:
             insert_staged(self.conn, self.rows)
-        self.rows = StagedRows(1, 0)
+        self.rows, self.sessions = StagedRows(1, 0), set()
 
 
 def _unique_title(conn: sqlite3.Connection, plan: Prepared, title: str) -> str:
@@ -77,7 +79,7 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared) -> None:
     row = {k: without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
     if plan.create:  # counters straight from the plan; existing sessions are recounted in SQL
         row["message_count"] = len(plan.rows)
-        row["tool_call_count"] = plan.tool_calls
+        row["tool_call_count"] = plan.tool_calls or 0  # None: recounted in SQL below
         names = ", ".join(row)
         conn.execute(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
     elif row:
@@ -107,9 +109,9 @@ def _retime(conn: sqlite3.Connection, item: Prepared) -> None:
         + (", ...)" if len(item.retimed) > 5 else ")")))
 
 
-def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int, staged: _StagedRun) -> bool:
+def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bool:
     """Write one session inside a savepoint: a value SQLite refuses fails that session alone (reported).
-    Staged rows join the run of staged rows to copy; rows in memory go in at once."""
+    Staged rows are left for the caller's run of staged rows; rows in memory go in here."""
     conn.execute("SAVEPOINT import_session")
     try:
         _write_session_row(conn, item)
@@ -117,7 +119,6 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int, stage
         extras.merge_session_extra(conn, item.session_id, item.session_extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
         if not isinstance(item.rows, StagedRows):
-            staged.copy()
             insert_rows(conn, "messages", item.rows, item.problems)
         extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
     except sqlite3.Error as exc:
@@ -130,8 +131,6 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int, stage
         item.rows, item.create, item.row, item.retimed = [], False, {}, []
         return False
     conn.execute("RELEASE import_session")
-    if isinstance(item.rows, StagedRows):
-        staged.add(item.rows)
     return True
 
 
@@ -159,21 +158,29 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
     staged = _StagedRun(conn)
     for planned in batch:
         item = planned
+        if planned.session_id in staged.sessions:
+            staged.copy()  # an earlier copy of this session waits in the run: its rows count
         if fingerprint(conn, planned.session_id) != planned.fingerprint:
             staged.copy()  # planning again reads the session's rows: every earlier one must be in
             item = replan(conn, planned.unit)
         if item is None or not (item.changes or item.session_extra):
             written += [item] if item is not None else []
             continue
-        if _write_session(conn, item, next_id, staged):
+        if not isinstance(item.rows, StagedRows):
+            staged.copy()  # rows in memory take the next ids: every staged row before them goes first
+        if _write_session(conn, item, next_id):
             next_id += len(item.rows)
+            if isinstance(item.rows, StagedRows):
+                staged.add(item.session_id, item.rows)
         written.append(item)
     staged.copy()
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
                      (first_id,))
         conn.execute(TRIGGERS[_INSERT_TRIGGER])
-    counters.recount(conn, [item.session_id for item in written if not item.create])
+    # Created sessions carry counters from their plan, unless it held tool calls as text (only
+    # SQLite's own JSON functions count those exactly as the recount does).
+    counters.recount(conn, [item.session_id for item in written if not item.create or item.tool_calls is None])
     return written
 
 
