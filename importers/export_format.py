@@ -77,16 +77,14 @@ _IMPORTED_AS: dict[str, tuple[type, ...]] = {
 }
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")  # NaN/Infinity: orjson would write null in their place
-
-
 def _decoded(stored: str, encode: Callable[[Any], Any], kinds: tuple[type, ...], prefix: str = "") -> Any:
     """The value stored JSON text holds, when it is of a kind the import takes and `encode` (what the
-    import does with it) gives the same text back; otherwise the text, which the import stores as is."""
+    import does with it) gives the same text back; otherwise the text, which the import stores as is.
+    (orjson refuses NaN and Infinity, which it would write as null; a wider-than-64-bit integer it
+    reads as a float, and the text then no longer matches.)"""
     try:
-        value = json.loads(stored.removeprefix(prefix), parse_constant=_no_constant)
-    except ValueError:
+        value = orjson.loads(stored.removeprefix(prefix))
+    except orjson.JSONDecodeError:
         return stored
     return value if isinstance(value, kinds) and encode(value) == stored else stored
 
