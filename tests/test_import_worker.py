@@ -247,3 +247,26 @@ def test_a_batch_whose_staging_fails_half_way_reports_nothing_twice(tmp_path):
     assert not stage_batch(tmp_path / "batch.db", items)  # session 3's surrogate was met first
     assert [item.problems for item in items] == before
     assert not (tmp_path / "batch.db").exists()
+
+
+def test_a_failed_import_leaves_no_reader_behind_even_while_its_error_is_kept(tmp_path, monkeypatch):
+    # A caller that keeps the exception keeps its traceback, and with it the batch generator, alive:
+    # the import must close the reader itself, not leave that to garbage collection.
+    _corpus(tmp_path / "sessions", 120)  # a small first batch, then more
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    calls = []
+    original = run.write_batch
+
+    def fail_on_the_second(conn, *args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the disk went away")
+        return original(conn, *args)
+
+    monkeypatch.setattr(run, "write_batch", fail_on_the_second)
+    with pytest.raises(RuntimeError) as kept:
+        import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
+    assert kept.value is not None and len(calls) == 2
+    assert list(scratch.iterdir()) == []  # the reader stopped and took its staging folder with it
