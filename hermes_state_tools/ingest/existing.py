@@ -25,13 +25,13 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
     ))
 
 
-def fingerprint(conn: sqlite3.Connection | None, session_id: str) -> Fingerprint:
-    if conn is None or conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-        return None
-    count, highest = conn.execute(
-        "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM messages WHERE session_id = ?", (session_id,)
+def fingerprint(conn: sqlite3.Connection, session_id: str) -> Fingerprint:
+    """The session's fingerprint as stored now (one query: the writer asks it for every session)."""
+    stored, count, highest = conn.execute(
+        "SELECT (SELECT 1 FROM sessions WHERE id = ?1), COUNT(*), COALESCE(MAX(id), 0) FROM messages "
+        "WHERE session_id = ?1", (session_id,)
     ).fetchone()
-    return (count, highest)
+    return None if stored is None else (count, highest)
 
 
 def fingerprint_of(existing: Existing | None) -> Fingerprint:

@@ -7,6 +7,7 @@ than binding text). Rows go in by runs of one size, in their order: ids follow t
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import sqlite3
@@ -35,6 +36,7 @@ class StagedRows:
         return self.count
 
 
+@functools.cache
 def _insert_statement(table: str, size: int) -> str:
     return f"INSERT INTO {table} ({', '.join(MESSAGE_COLUMNS[:size])}) VALUES ({', '.join('?' * size)})"
 

@@ -120,11 +120,12 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
     try:
         for unit in UnitReader(files, tz, source, log).units():
             before = written.get(unit.session_id)
-            item = prepare(conn, unit, before)
+            if before is None and conn is not None:
+                before = load_existing(conn, unit.session_id)
+            item = prepare(None, unit, before)  # planned against `before`, read once here
             if item is not None:
                 stats.count(item)
-                written[unit.session_id] = as_written(item, before or (
-                    load_existing(conn, unit.session_id) if conn is not None else None))
+                written[unit.session_id] = as_written(item, before)
     finally:
         if conn is not None:
             conn.close()

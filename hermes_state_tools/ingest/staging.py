@@ -1,5 +1,5 @@
 """Staging files: the reader process writes each batch's message rows to a small SQLite file of
-its own, and the writer copies them into the store with one INSERT ... SELECT per session.
+its own, and the writer copies them into the store with one INSERT ... SELECT per run of sessions.
 
 Binding every value from Python is the largest part of writing rows, and it can run on the
 reader's core: the writer then only attaches the file (outside its transaction) and copies
@@ -77,12 +77,13 @@ def attached(conn: sqlite3.Connection, path: Path | None) -> Iterator[None]:
 
 
 def insert_staged(conn: sqlite3.Connection, rows: StagedRows) -> None:
-    """Copy one session's staged rows into messages, in their order (ids follow it)."""
+    """Copy staged rows (one session's, or a run of consecutive sessions') into messages, in their
+    order (ids follow it)."""
     copied = conn.execute(
         f"INSERT INTO messages ({_COLUMNS}) SELECT {_COLUMNS} FROM {SCHEMA_NAME}.rows "
         "WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
         (rows.first, rows.first + rows.count - 1),
     ).rowcount
     if copied != rows.count:  # a damaged staging file: the batch rolls back whole
-        raise ImportReaderError(f"the import's staging file held {copied} of a session's {rows.count} messages; "
+        raise ImportReaderError(f"the import's staging file held {copied} of {rows.count} staged messages; "
                                 "what was imported so far is kept, re-run to finish")

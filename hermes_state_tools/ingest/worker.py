@@ -86,15 +86,8 @@ def _can_start_reader(tz: tzinfo | None) -> bool:
 
 
 def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderError:
-    """The error to raise, once the reader has exited (its stdin closed tells it to)."""
-    with contextlib.suppress(OSError):
-        assert child.stdin is not None
-        child.stdin.close()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        child.wait(timeout=5)
-    if child.poll() is None:
-        child.kill()
-        child.wait()
+    """The error to raise, once the reader has exited (closing its pipes tells it to)."""
+    _stop_reader(child, None)
     return ImportReaderError(f"the import's reader process {why} (exit {child.returncode}); what was imported "
                              "so far is kept, re-run to finish")
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
+
+
 class _StagedRun:
     """Staged rows of consecutive sessions, copied in one INSERT ... SELECT instead of one per session
     (a statement per session is most of the cost of a batch of short sessions). Copied before
