@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from hermes_state_tools.core.paths import default_db_path, hermes_home
+from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.errors import (
     DatabaseLockedError,
     HermesStateError,
     NotAHermesDatabaseError,
@@ -12,11 +14,9 @@ from .errors import (
     UnknownSessionError,
     UpgradeError,
 )
-from .paths import default_db_path, hermes_home
-from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from .store import SessionDB
+    from hermes_state_tools.store.session_db import SessionDB
 
 __version__ = "0.1.0"
 
@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
     # SessionDB (and with it most of the library) is loaded on first use, so the import's reader
     # process starts without it.
     if name == "SessionDB":
-        from .store import SessionDB
+        from hermes_state_tools.store.session_db import SessionDB
 
         return SessionDB
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import tzinfo
 from pathlib import Path
 
-from importers.discover import discover, file_shape
-from importers.export_format import FORMAT, export_line
-from importers.index import read_index
-from importers.jsonl import read_jsonl
-from importers.records import LegacyMessage, LegacySession, Problem
-from importers.snapshot import read_snapshot
-from importers.timestamps import parse_timestamp
+from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
+from hermes_state_tools.importers.discover import discover, file_shape
+from hermes_state_tools.importers.export_format import FORMAT, export_line
+from hermes_state_tools.importers.index import read_index
+from hermes_state_tools.importers.jsonl import read_jsonl
+from hermes_state_tools.importers.snapshot import read_snapshot
+from hermes_state_tools.importers.timestamps import parse_timestamp
 
 __all__ = [
     "FORMAT",

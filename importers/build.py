@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from importers.messages import fill_tool_names
-from importers.records import SOURCE_FALLBACK, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.core.records import SOURCE_FALLBACK, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.importers.messages import fill_tool_names
 
 
 def platform_source(value: Any) -> str | None:

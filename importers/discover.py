@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from importers.records import Problem
+from hermes_state_tools.core.records import Problem
 
 # Files Hermes left next to transcripts that are not transcripts: (prefix, suffix, what it is).
 NOISE = (

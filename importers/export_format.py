@@ -27,11 +27,17 @@ from typing import Any
 
 import orjson
 
-from hermes_state_tools import jsonutil
-from hermes_state_tools.schema import SESSIONS_COLUMNS
-from importers.messages import Where, normalise_message
-from importers.records import SOURCE_FALLBACK, SOURCE_FROM_INDEX, LegacyMessage, LegacySession, Problem
-from importers.text import JsonLine
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.records import (
+    SOURCE_FALLBACK,
+    SOURCE_FROM_INDEX,
+    LegacyMessage,
+    LegacySession,
+    Problem,
+)
+from hermes_state_tools.core.schema import SESSIONS_COLUMNS
+from hermes_state_tools.importers.messages import Where, normalise_message
+from hermes_state_tools.importers.text import JsonLine
 
 FORMAT = "hermes-state-export/1"
 JSON_COLUMNS = ("tool_calls", "reasoning_details", "codex_reasoning_items")

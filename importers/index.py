@@ -10,10 +10,10 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
-from importers.build import platform_source
-from importers.records import SOURCE_FALLBACK, SOURCE_FROM_INDEX, LegacySession, Problem
-from importers.text import BOM, decode, read_document
-from importers.timestamps import parse_timestamp
+from hermes_state_tools.core.records import SOURCE_FALLBACK, SOURCE_FROM_INDEX, LegacySession, Problem
+from hermes_state_tools.importers.build import platform_source
+from hermes_state_tools.importers.text import BOM, decode, read_document
+from hermes_state_tools.importers.timestamps import parse_timestamp
 
 _SPACE = re.compile(r"\s*")
 

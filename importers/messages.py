@@ -6,8 +6,8 @@ import json
 from datetime import tzinfo
 from typing import Any, NamedTuple
 
-from importers.records import LegacyMessage, Problem
-from importers.timestamps import parse_timestamp
+from hermes_state_tools.core.records import LegacyMessage, Problem
+from hermes_state_tools.importers.timestamps import parse_timestamp
 
 TEXT_COLUMNS = ("tool_call_id", "tool_name", "finish_reason", "reasoning")
 JSON_COLUMNS = ("reasoning_details", "codex_reasoning_items")

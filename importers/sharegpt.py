@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from importers.messages import Where, json_text, normalise_message
-from importers.records import LegacyMessage, Problem
+from hermes_state_tools.core.records import LegacyMessage, Problem
+from hermes_state_tools.importers.messages import Where, json_text, normalise_message
 
 ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
 _TAG = re.compile(r"<(think|tool_call|tool_response)>(.*?)</\1>", re.DOTALL)

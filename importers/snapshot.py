@@ -7,12 +7,12 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
-from importers.build import build_session, platform_source
-from importers.messages import Where, normalise_message
-from importers.records import SOURCE_FROM_SNAPSHOT, LegacyMessage, LegacySession, Problem
-from importers.sharegpt import convert_conversations
-from importers.text import read_document
-from importers.timestamps import parse_timestamp
+from hermes_state_tools.core.records import SOURCE_FROM_SNAPSHOT, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.importers.build import build_session, platform_source
+from hermes_state_tools.importers.messages import Where, normalise_message
+from hermes_state_tools.importers.sharegpt import convert_conversations
+from hermes_state_tools.importers.text import read_document
+from hermes_state_tools.importers.timestamps import parse_timestamp
 
 SNAPSHOT_FALLBACK_SOURCE = "cli"  # snapshots, /save files and logs came from the agent, mostly the CLI
 SAVE_PREFIX = "hermes_conversation_"

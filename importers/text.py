@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from hermes_state_tools.jsonutil import has_wide_float
-from importers.records import Problem
+from hermes_state_tools.core.jsonutil import has_wide_float
+from hermes_state_tools.core.records import Problem
 
 BOM = b"\xef\xbb\xbf"
 

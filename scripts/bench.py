@@ -28,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from hermes_state_tools.schema import TRIGGERS, schema_statements
+from hermes_state_tools.core.schema import TRIGGERS, schema_statements
 
 WORDS = [
     "the", "deploy", "build", "docker", "config", "server", "staging", "prod", "error", "retry", "cache",

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_state_tools.schema import columns_at, schema_statements
-from hermes_state_tools.sqldump import content_digest, dump_sql
+from hermes_state_tools.core.schema import columns_at, schema_statements
+from hermes_state_tools.store.sqldump import content_digest, dump_sql
 
 OUT = Path(__file__).resolve().parent.parent / "fixtures" / "schema"
 BASE_TIME = 1_767_225_600.0  # 2026-01-01T00:00:00Z: every timestamp is an offset from here

@@ -14,7 +14,7 @@ from helpers import file_digests, set_times
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
-from hermes_state_tools.schema import TRIGGERS
+from hermes_state_tools.core.schema import TRIGGERS
 
 DAY = 86_400
 T0 = float(int(time.time()) - 200 * DAY)  # every session started about 200 days ago

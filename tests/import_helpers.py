@@ -12,9 +12,9 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from hermes_state_tools import jsonutil
 from hermes_state_tools.cli import main
-from hermes_state_tools.sqldump import table_rows
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.store.sqldump import table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = ROOT / "fixtures" / "legacy"

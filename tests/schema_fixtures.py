@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from hermes_state_tools.sqldump import load_sql, table_rows
+from hermes_state_tools.store.sqldump import load_sql, table_rows
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "schema"
 MANIFEST = json.loads((FIXTURE_DIR / "manifest.json").read_text("utf-8"))

@@ -10,7 +10,7 @@ from damage import PLANTS, build_healthy, cli_json, found, planted, unchanged
 from helpers import file_digests
 from schema_fixtures import UPGRADABLE, load_fixture
 
-from hermes_state_tools.checks import KINDS, Finding, check_file, run_checks
+from hermes_state_tools.maintenance.checks import KINDS, Finding, check_file, run_checks
 
 
 def test_a_healthy_database_has_no_findings(tmp_path):

@@ -27,8 +27,11 @@ from import_helpers import (
 )
 from schema_fixtures import load_fixture
 
-from hermes_state_tools import SessionDB, counters, export_stream, jsonutil
+from hermes_state_tools import SessionDB
+from hermes_state_tools.core import jsonutil
 from hermes_state_tools.ingest import import_paths
+from hermes_state_tools.tables import counters
+from hermes_state_tools.views import export
 
 DISK = "20260310_184211_a1c4e9b2"
 OPS = "20260519_140233_c0ffee12"
@@ -153,13 +156,13 @@ def test_output_file_is_replaced_only_by_a_complete_export(tmp_path, home_db, mo
     out.write_text("the previous export\n")
     written = []
 
-    def fail_on_second(item: export_stream.ExportedSession) -> bytes:
+    def fail_on_second(item: export.ExportedSession) -> bytes:
         if written:
             raise OSError(28, "No space left on device")
         written.append(item)
         return b"{}\n"
 
-    monkeypatch.setattr(export_stream, "jsonl_record", fail_on_second)
+    monkeypatch.setattr(export, "jsonl_record", fail_on_second)
     result = cli("--db", home_db, "export", "-o", out)
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
     assert out.read_text() == "the previous export\n"

@@ -35,9 +35,9 @@ from import_helpers import (
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli.base import INTERRUPTED
+from hermes_state_tools.importers import LegacyMessage, LegacySession, read_paths
 from hermes_state_tools.ingest import ImportStats, import_paths
-from hermes_state_tools.sqldump import dump_sql
-from importers import LegacyMessage, LegacySession, read_paths
+from hermes_state_tools.store.sqldump import dump_sql
 
 LOCAL_ZONE = "America/Sao_Paulo"  # UTC-3 all year: "local time" differs from UTC on any test machine
 MIRROR = "Nightly backup finished: 12.4 GB, 0 errors."
@@ -555,7 +555,8 @@ def test_import_killed_inside_a_write_transaction_keeps_only_whole_batches(tmp_p
 LIVE_WRITER = r"""
 import json, sys, time, traceback
 from pathlib import Path
-from hermes_state_tools import SessionDB, messages, sessions
+from hermes_state_tools import SessionDB
+from hermes_state_tools.tables import messages, sessions
 
 db_path, shared, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 pending = json.loads((folder / "mirror.json").read_text())  # [session id, first turn], last ones first

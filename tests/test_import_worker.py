@@ -16,6 +16,7 @@ from import_helpers import content, fts_in_sync, write_jsonl
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.errors import ImportReaderError
+from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest import import_paths, run
 from hermes_state_tools.ingest.channel import READ_AHEAD
 from hermes_state_tools.ingest.prepare import BATCH_MESSAGES, FIRST_BATCH_SHARE
@@ -24,7 +25,6 @@ from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
 from hermes_state_tools.ingest.staging import attached, stage_batch
 from hermes_state_tools.ingest.units import ReadLog
 from hermes_state_tools.ingest.worker import prepared_batches, remote_batches
-from importers import discover
 
 
 def _corpus(folder: Path, sessions: int) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from importers.discover import discover, file_shape
+from hermes_state_tools.importers.discover import discover, file_shape
 
 HOME = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "home"
 

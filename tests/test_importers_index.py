@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from importers.index import read_index
-from importers.records import SOURCE_FROM_INDEX, LegacySession, Problem
+from hermes_state_tools.core.records import SOURCE_FROM_INDEX, LegacySession, Problem
+from hermes_state_tools.importers.index import read_index
 
 LEGACY = Path(__file__).resolve().parent.parent / "fixtures" / "legacy"
 UTC = timezone.utc

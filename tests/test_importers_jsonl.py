@@ -7,8 +7,14 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from importers.jsonl import read_jsonl
-from importers.records import SOURCE_FALLBACK, SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.core.records import (
+    SOURCE_FALLBACK,
+    SOURCE_FROM_META,
+    LegacyMessage,
+    LegacySession,
+    Problem,
+)
+from hermes_state_tools.importers.jsonl import read_jsonl
 
 LEGACY = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "jsonl"
 UTC = timezone.utc

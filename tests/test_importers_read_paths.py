@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from importers import read_file, read_paths
-from importers.records import LegacySession, Problem
+from hermes_state_tools.core.records import LegacySession, Problem
+from hermes_state_tools.importers import read_file, read_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT.parent / "shared" / "samples" / "legacy-home"
@@ -51,7 +51,7 @@ def test_unreadable_file_is_a_failure_not_an_exception(tmp_path):
 
 
 def test_a_bug_in_a_reader_becomes_a_problem(tmp_path, monkeypatch):
-    import importers
+    import hermes_state_tools.importers as importers
 
     def boom(*args):
         raise KeyError("surprise")

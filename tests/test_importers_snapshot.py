@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from importers.records import SOURCE_FALLBACK, SOURCE_FROM_SNAPSHOT, LegacyMessage, LegacySession, Problem
-from importers.snapshot import read_snapshot
+from hermes_state_tools.core.records import (
+    SOURCE_FALLBACK,
+    SOURCE_FROM_SNAPSHOT,
+    LegacyMessage,
+    LegacySession,
+    Problem,
+)
+from hermes_state_tools.importers.snapshot import read_snapshot
 
 LEGACY = Path(__file__).resolve().parent.parent / "fixtures" / "legacy"
 UTC = timezone.utc

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from importers.records import Problem
-from importers.text import JsonLine, decode, iter_json_lines, parse_json, read_document
+from hermes_state_tools.core.records import Problem
+from hermes_state_tools.importers.text import JsonLine, decode, iter_json_lines, parse_json, read_document
 
 
 def read(tmp_path, data: bytes) -> list:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from importers.timestamps import parse_timestamp
+from hermes_state_tools.importers.timestamps import parse_timestamp
 
 UTC = timezone.utc
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from helpers import session_with_messages, set_times
 
-from hermes_state_tools import lineage
+from hermes_state_tools.tables import lineage
 
 T0 = time.time() - 3600
 

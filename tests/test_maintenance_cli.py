@@ -16,10 +16,10 @@ from damage import T0, build_healthy, cli, cli_json, counts, planted, raw, uncha
 from helpers import file_digests, raw_scalar
 from schema_fixtures import load_fixture
 
-from hermes_state_tools import connection
-from hermes_state_tools.checks import check_file
 from hermes_state_tools.cli import main
 from hermes_state_tools.cli import maintenance as maintenance_cli
+from hermes_state_tools.core import connection
+from hermes_state_tools.maintenance.checks import check_file
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -9,9 +9,9 @@ from damage import PLANTS, T0, build_healthy, cli_json, counts, found, planted, 
 from helpers import file_digests, raw_scalar
 from schema_fixtures import UPGRADABLE, load_fixture
 
-from hermes_state_tools import repair
-from hermes_state_tools.checks import check_file
-from hermes_state_tools.repair import repair_file
+from hermes_state_tools.maintenance import repair
+from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.maintenance.repair import repair_file
 
 FIXABLE = sorted(name for name in PLANTS if name != "integrity")
 

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from hermes_state_tools import SchemaTooNewError, SessionDB
 from hermes_state_tools.cli import main
-from hermes_state_tools.schema import SCHEMA_VERSION, describe, schema_statements
-from hermes_state_tools.sqldump import dump_sql
-from hermes_state_tools.upgrade import STEPS, detect_schema_version, stored_version
-from hermes_state_tools.upgrading import upgrade_file
+from hermes_state_tools.core.schema import SCHEMA_VERSION, describe, read_version, schema_statements
+from hermes_state_tools.maintenance.upgrade_file import upgrade_file
+from hermes_state_tools.store.sqldump import dump_sql
+from hermes_state_tools.upgrade.steps import STEPS, detect_schema_version
 from tests.schema_fixtures import MANIFEST, UPGRADABLE, load_fixture, rows_by_key
 
 EXPECTED_DETECTED = {
@@ -82,7 +82,7 @@ def test_upgrade_keeps_every_row_and_reaches_the_fresh_schema(name: str, tmp_pat
 
     conn = _connect(path)
     assert describe(conn) == _fresh_schema(tmp_path)
-    assert stored_version(conn) == SCHEMA_VERSION
+    assert read_version(conn) == SCHEMA_VERSION
     renamed = {r["session_id"]: r for r in report["renamed_titles"]}
     after = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
     for table, rows in before.items():
@@ -151,7 +151,7 @@ def test_interrupted_upgrade_finishes(tmp_path: Path) -> None:
     report = upgrade_file(path, backup=False)
     assert report["from_version"] == 3
     conn = _connect(path)
-    assert stored_version(conn) == 6 and describe(conn) == _fresh_schema(tmp_path)
+    assert read_version(conn) == 6 and describe(conn) == _fresh_schema(tmp_path)
 
 
 def test_missing_fts_and_triggers_are_rebuilt(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_backup_is_taken_and_verified(tmp_path: Path) -> None:
     backup = Path(report["backup"])
     assert backup.name.startswith("v3.db.bak-") and oct(backup.stat().st_mode & 0o777) == "0o600"
     conn = sqlite3.connect(str(backup))
-    assert stored_version(conn) == 3  # the backup is the file as it was before upgrading
+    assert read_version(conn) == 3  # the backup is the file as it was before upgrading
     assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == MANIFEST["v3"]["messages"]
 
 
@@ -213,7 +213,7 @@ def test_failure_inside_a_step_rolls_back_that_step_only(
     monkeypatch.setitem(STEPS, failing_step, (description, broken))
     with pytest.raises(RuntimeError, match="injected failure"):
         SessionDB(path)
-    assert stored_version(sqlite3.connect(str(path))) == failing_step - 1
+    assert read_version(sqlite3.connect(str(path))) == failing_step - 1
     monkeypatch.setitem(STEPS, failing_step, (description, step))
     SessionDB(path).close()
     assert dump_sql(sqlite3.connect(str(path))) == dump_sql(sqlite3.connect(str(clean)))
@@ -221,8 +221,9 @@ def test_failure_inside_a_step_rolls_back_that_step_only(
 
 _KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
-    from hermes_state_tools import upgrade, schema
-    from hermes_state_tools.store import SessionDB
+    from hermes_state_tools.core import schema
+    from hermes_state_tools.store.session_db import SessionDB
+    from hermes_state_tools.upgrade import steps as upgrade
     target, where = sys.argv[1], sys.argv[2]
     if where.startswith("step"):
         number = int(where[4:])

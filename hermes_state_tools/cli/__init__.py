@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from .. import __version__
-from ..paths import default_db_path
-from ..schema import SCHEMA_VERSION
-from .base import Settings, ToolGroup
+from hermes_state_tools import __version__
+from hermes_state_tools.cli.base import Settings, ToolGroup
+from hermes_state_tools.core.paths import default_db_path
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 
 
 @click.group(cls=ToolGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,7 +31,8 @@ def main(ctx: click.Context, db: Path | None) -> None:
 
 
 def _register() -> None:
-    from . import browse, importing, maintenance, sessions, status, upgrade  # noqa: F401  (each module adds its commands to `main`)
+    # Each module adds its commands to `main`.
+    from hermes_state_tools.cli import importing, maintenance, search, sessions, status, upgrade  # noqa: F401
 
 
 _register()

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from ..errors import (
+from hermes_state_tools.errors import (
     ConfirmationRequired,
     DatabaseLockedError,
     DestinationExistsError,

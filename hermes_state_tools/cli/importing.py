@@ -11,11 +11,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from ..export_stream import FORMATS, export_file
-from ..ingest import import_paths
-from . import main
-from .base import EXIT_PROBLEMS, common_options, emit, plural, settings, show_progress
-from .progress import ExportBar, ImportBars
+from hermes_state_tools.cli import main
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, plural, settings, show_progress
+from hermes_state_tools.cli.progress import ExportBar, ImportBars
+from hermes_state_tools.ingest import import_paths
+from hermes_state_tools.views.export import FORMATS, export_file
 
 
 def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:

@@ -9,12 +9,19 @@ from typing import Any
 
 import click
 
-from ..checks import check_file
-from ..errors import ConfirmationRequired
-from ..maintenance import PrunePlan, backup_file, maintain_file, prune_file, rebuild_fts_file, vacuum_file
-from ..repair import repair_file
-from . import main
-from .base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
+from hermes_state_tools.cli import main
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
+from hermes_state_tools.errors import ConfirmationRequired
+from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.maintenance.housekeeping import (
+    PrunePlan,
+    backup_file,
+    maintain_file,
+    prune_file,
+    rebuild_fts_file,
+    vacuum_file,
+)
+from hermes_state_tools.maintenance.repair import repair_file
 
 _SHOWN_IDS = 10
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from ..browsing import list_sessions, session_lineage, show_session, usage_stats
-from ..jsonutil import content_text
-from . import main
-from .base import common_options, emit, settings, when
+from hermes_state_tools.cli import main
+from hermes_state_tools.cli.base import common_options, emit, settings, when
+from hermes_state_tools.core.jsonutil import content_text
+from hermes_state_tools.views.sessions import list_sessions, session_lineage, show_session, usage_stats
 
 _STAT_COLUMNS = (
     ("sessions", "sessions"), ("messages", "messages"), ("input", "input_tokens"), ("output", "output_tokens"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import SCHEMA_VERSION
-from ..status import read_status
-from . import main
-from .base import EXIT_TOO_NEW, common_options, emit, fail, settings, when
+from hermes_state_tools.cli import main
+from hermes_state_tools.cli.base import EXIT_TOO_NEW, common_options, emit, fail, settings, when
+from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.views.status import read_status
 
 
 def _human(doc: dict[str, Any]) -> str:

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from ..upgrading import upgrade_file
-from . import main
-from .base import common_options, emit, settings
+from hermes_state_tools.cli import main
+from hermes_state_tools.cli.base import common_options, emit, settings
+from hermes_state_tools.maintenance.upgrade_file import upgrade_file
 
 
 def _human(doc: dict[str, Any]) -> str:

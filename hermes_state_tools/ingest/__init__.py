@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .run import ImportStats, import_paths
+    from hermes_state_tools.ingest.run import ImportStats, import_paths
 
 __all__ = ["ImportStats", "import_paths"]
 
@@ -13,7 +13,7 @@ __all__ = ["ImportStats", "import_paths"]
 def __getattr__(name: str) -> Any:
     # Loaded on first use: the reader process imports this package's planning modules only.
     if name in __all__:
-        from . import run
+        from hermes_state_tools.ingest import run
 
         return getattr(run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from .. import jsonutil
+from hermes_state_tools.core import jsonutil
 
 Key = tuple[Any, ...]
 

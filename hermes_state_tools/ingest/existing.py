@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from .. import jsonutil
-from .merge import Existing, ExistingMessage
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.ingest.merge_copies import Existing, ExistingMessage
 
 Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
 

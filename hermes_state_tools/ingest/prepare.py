@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from importers.records import LegacySession, Problem
-
-from .. import jsonutil
-from ..messages import tool_call_increment
-from .existing import Fingerprint, fingerprint_of, load_existing
-from .merge import Existing, ExistingMessage, SessionPlan, plan_session
-from .rows import MESSAGE_COLUMNS, SHORT_ROW, StagedRows
-from .units import Unit
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.records import LegacySession, Problem
+from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing
+from hermes_state_tools.ingest.merge_copies import Existing, ExistingMessage, SessionPlan, plan_session
+from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, StagedRows
+from hermes_state_tools.ingest.units import Unit
+from hermes_state_tools.tables.messages import tool_call_increment
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
 # that a concurrent Hermes writer waits a fraction of a second at most (big tool outputs count

@@ -14,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from importers.records import Problem
+from hermes_state_tools.core.records import Problem
 
 MESSAGE_COLUMNS = (
     "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count",

@@ -10,22 +10,19 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
-from importers import discover
-from importers.records import Problem
-
-from ..backup import backup_database, timestamped_path
-from ..connection import connect
-from ..database import refuse_newer
-from ..readonly import open_readonly
-from ..store import SessionDB
-from ..upgrade import pending
-from .existing import load_existing
-from .merge import Existing
-from .prepare import Batch, Prepared, as_written, prepare
-from .staging import attached
-from .units import ReadLog, Unit, UnitReader
-from .worker import local_batches, remote_batches
-from .writer import restore_parent_links, write_batch
+from hermes_state_tools.core.connection import connect
+from hermes_state_tools.core.records import Problem
+from hermes_state_tools.importers import discover
+from hermes_state_tools.ingest.existing import load_existing
+from hermes_state_tools.ingest.merge_copies import Existing
+from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, prepare
+from hermes_state_tools.ingest.staging import attached
+from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
+from hermes_state_tools.ingest.worker import local_batches, remote_batches
+from hermes_state_tools.ingest.writer import restore_parent_links, write_batch
+from hermes_state_tools.store.backup import backup_before_schema_change
+from hermes_state_tools.store.opening import schema_change_pending
+from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
 PARALLEL_FROM_FILES = 64
@@ -135,16 +132,10 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
                  dry_run: bool = False, progress: Progress | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
-    if db_path.exists() and db_path.stat().st_size:
-        refuse_newer(db_path)
-        conn = open_readonly(db_path)  # a non-empty file must already be a Hermes database
-        try:
-            needs_upgrade = pending(conn)
-        finally:
-            conn.close()
-        if needs_upgrade and not dry_run:
-            # Opening for the import upgrades the schema: keep the file as it was first.
-            stats.backup = str(backup_database(db_path, timestamped_path(db_path)).path)
+    # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
+    # dry run or not); opening it for the import upgrades the schema: keep the file as it was first.
+    if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path) and not dry_run:
+        stats.backup = str(backup_before_schema_change(db_path))
     files, found = discover(paths)
     log.problems += found
     if not files:  # nothing to write: the database is not created or opened for it

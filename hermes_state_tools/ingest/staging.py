@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ImportReaderError
-from .rows import MESSAGE_COLUMNS, StagedRows, insert_rows
+from hermes_state_tools.errors import ImportReaderError
+from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, StagedRows, insert_rows
 
 if TYPE_CHECKING:
-    from .prepare import Prepared
+    from hermes_state_tools.ingest.prepare import Prepared
 
 SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)

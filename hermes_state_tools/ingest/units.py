@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
 
-from importers import parse_timestamp, read_file
-from importers.discover import file_shape
-from importers.records import LegacySession, Problem
+from hermes_state_tools.core.records import LegacySession, Problem
+from hermes_state_tools.importers import parse_timestamp, read_file
+from hermes_state_tools.importers.discover import file_shape
 
 
 @dataclass

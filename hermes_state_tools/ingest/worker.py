@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import pickle
 import shutil
 import subprocess
@@ -22,19 +21,18 @@ from typing import BinaryIO
 from zoneinfo import ZoneInfo
 
 import hermes_state_tools
-import importers
 
 try:
     import fcntl
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from ..connection import connect
-from ..errors import ImportReaderError
-from .channel import ACK, BrokenChannel, receive
-from .existing import stored_session_ids
-from .prepare import Batch, Prepared, batches, prepare
-from .units import ReadLog, UnitReader
+from hermes_state_tools.core.connection import connect
+from hermes_state_tools.errors import ImportReaderError
+from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
+from hermes_state_tools.ingest.existing import stored_session_ids
+from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
+from hermes_state_tools.ingest.units import ReadLog, UnitReader
 
 
 def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
@@ -57,13 +55,6 @@ def local_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: s
         yield Batch(items)
 
 
-def _child_environment() -> dict[str, str]:
-    """The environment for the child, with this process's copies of the packages first on its path."""
-    roots = {str(Path(module.__file__).resolve().parent.parent) for module in (hermes_state_tools, importers)}
-    inherited = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([*sorted(roots), *([inherited] if inherited else [])])}
-
-
 def _widen_pipe(pipe: BinaryIO) -> None:
     """Let the pipe hold up to 1 MiB (Linux; 64 KiB by default), so a batch crosses in a few large
     reads instead of many small hand-offs between the two processes."""
@@ -73,9 +64,12 @@ def _widen_pipe(pipe: BinaryIO) -> None:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, 2**20)
 
 
-# The reader's command line: `-c` rather than `-m`, so the working directory is not put first on
-# its path (a folder named `importers` there would replace the package).
-_LAUNCH = "import sys; del sys.path[0]; from hermes_state_tools.ingest.reader_child import main; main()"
+def _launch_code() -> str:
+    """The reader's command line: `-c` rather than `-m`, with this process's copy of the package
+    replacing the working directory at the front of its path, so the reader runs the same code
+    and a folder in the working directory cannot shadow a package."""
+    root = str(Path(hermes_state_tools.__file__).resolve().parent.parent)
+    return f"import sys; sys.path[0] = {root!r}; from hermes_state_tools.ingest.reader_child import main; main()"
 
 
 def _can_start_reader(tz: tzinfo | None) -> bool:
@@ -97,8 +91,7 @@ def _start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
     if not _can_start_reader(tz):
         return None
     try:
-        child = subprocess.Popen([sys.executable, "-c", _LAUNCH], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 env=_child_environment())
+        child = subprocess.Popen([sys.executable, "-c", _launch_code()], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     except OSError:
         return None
     assert child.stdout is not None

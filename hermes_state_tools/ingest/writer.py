@@ -14,18 +14,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from importers.records import Problem
-
-from .. import counters, extras, jsonutil, lineage, titles
-from ..connection import is_lock_error
-from ..schema import SESSION_FIELDS, TRIGGERS
-from .existing import fingerprint
-from .rows import StagedRows, insert_rows, without_surrogates
-from .staging import insert_staged
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.connection import is_lock_error
+from hermes_state_tools.core.records import Problem
+from hermes_state_tools.core.schema import SESSION_FIELDS, TRIGGERS
+from hermes_state_tools.ingest.existing import fingerprint
+from hermes_state_tools.ingest.rows import StagedRows, insert_rows, without_surrogates
+from hermes_state_tools.ingest.staging import insert_staged
+from hermes_state_tools.tables import counters, extras, lineage, titles
 
 if TYPE_CHECKING:
-    from .prepare import Prepared
-    from .units import Unit
+    from hermes_state_tools.ingest.prepare import Prepared
+    from hermes_state_tools.ingest.units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
 

@@ -1,0 +1,139 @@
+"""Connections and the write discipline every process sharing state.db follows.
+
+Writes run in `BEGIN IMMEDIATE` so lock contention surfaces at the start of the
+transaction; on `locked`/`busy` they are retried after a random 20-150 ms sleep (the
+jitter breaks the convoy of writers that all wake at once), up to 15 times.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from hermes_state_tools.errors import DatabaseLockedError, NotAHermesDatabaseError
+
+T = TypeVar("T")
+
+_BUSY_TIMEOUT_S = 1.0
+_WRITE_MAX_RETRIES = 15
+_WRITE_RETRY_MIN_S = 0.020
+_WRITE_RETRY_MAX_S = 0.150
+_CHECKPOINT_EVERY_N_WRITES = 50
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_LOCK_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED, judged by the error code rather than the message text."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _LOCK_CODES
+    return "locked" in str(exc) or "busy" in str(exc)  # pragma: no cover - Python < 3.11
+
+
+def looks_like_sqlite(path: Path) -> bool:
+    """True when the file is empty or starts with the SQLite header."""
+    with open(path, "rb") as handle:
+        head = handle.read(len(_SQLITE_HEADER))
+    return head in (b"", _SQLITE_HEADER)
+
+
+def connect(path: Path, *, readonly: bool = False, immutable: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) with dict-friendly rows.
+
+    `immutable` (read-only, for one short look) takes no locks and creates no -wal/-shm
+    files, so the folder is left exactly as it was.
+    """
+    if readonly or immutable:
+        uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
+        conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
+                               isolation_level=None)
+    else:
+        conn = sqlite3.connect(str(path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
+                               isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def read_only_peek(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
+    """Run one read on a read-only connection that cannot change the file, even on close.
+
+    A read-write connection that closes last checkpoints the WAL into the main file, so
+    a file that must keep its bytes (a newer schema) is only ever looked at this way.
+    """
+    # Without a WAL file nobody has the database open in WAL mode, and the whole state is in
+    # the main file: an immutable look then leaves no -wal/-shm behind.
+    wal_absent = not path.with_name(path.name + "-wal").exists()
+    try:
+        conn = connect(path, readonly=True, immutable=wal_absent)
+    except sqlite3.Error as exc:
+        raise NotAHermesDatabaseError(f"{path}: cannot open read-only ({exc})") from exc
+    try:
+        return read(conn)
+    except sqlite3.DatabaseError as exc:
+        if is_lock_error(exc):
+            raise DatabaseLockedError(f"{path}: database is locked ({exc})") from exc
+        raise NotAHermesDatabaseError(f"{path}: not a readable SQLite database ({exc})") from exc
+    finally:
+        conn.close()
+
+
+def retry_on_lock(fn: Callable[[], T]) -> T:
+    """Call `fn`, retrying on locked/busy after a random 20-150 ms sleep, up to 15 retries."""
+    last_error: sqlite3.OperationalError | None = None
+    for attempt in range(_WRITE_MAX_RETRIES + 1):
+        if attempt:
+            time.sleep(random.uniform(_WRITE_RETRY_MIN_S, _WRITE_RETRY_MAX_S))
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not is_lock_error(exc) or isinstance(exc, DatabaseLockedError):
+                raise
+            last_error = exc
+    raise DatabaseLockedError(
+        f"database is locked: gave up after {_WRITE_MAX_RETRIES} retries ({last_error})"
+    ) from last_error
+
+
+class WriteRunner:
+    """Runs write transactions on one connection with the shared retry and checkpoint rules."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
+        self._writes = 0
+
+    def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` inside `BEGIN IMMEDIATE`; commit, or roll back whole and re-raise."""
+        result = retry_on_lock(lambda: self._attempt(fn))
+        self._after_commit()
+        return result
+
+    def _attempt(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(self._conn)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            return result
+
+    def _after_commit(self) -> None:
+        self._writes += 1
+        if self._writes % _CHECKPOINT_EVERY_N_WRITES == 0:
+            with self._lock:
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.OperationalError:
+                    pass  # a checkpoint is housekeeping; a busy reader must not fail the write

@@ -1,0 +1,231 @@
+"""Plan one session's import: merge every copy of it into what the database already holds.
+
+Pure functions: the database state comes in as plain data (the existing row and its
+messages), the plan goes out; writer.py turns plans into SQL.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
+from hermes_state_tools.core.schema import SESSION_FIELDS
+from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key
+from hermes_state_tools.ingest.timeline import STEP, place_run
+
+IMPORTED_END_REASON = "imported"
+# Copies are merged richest first, so the first copy of a message decides its content.
+KIND_ORDER = {"export": 0, "index": 1, "jsonl": 2, "snapshot": 3, "save": 4, "sharegpt": 5}
+_NEVER_FILLED = {"id", "message_count", "tool_call_count", "ended_at", "end_reason", "started_at", "source"}
+_COUNTER_DEFAULTS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
+
+
+@dataclass(frozen=True)
+class ExistingMessage:
+    id: int
+    role: str
+    content: Any
+    tool_call_id: str | None
+    tool_calls: Any
+    timestamp: float
+
+
+@dataclass(frozen=True)
+class Existing:
+    row: dict[str, Any]
+    messages: tuple[ExistingMessage, ...]
+
+
+@dataclass
+class _Slot:
+    key: Key | None  # computed only when another copy has to be aligned against this one
+    timestamp: float | None  # fixed: an existing row's time; new: the recorded time (or None)
+    message: LegacyMessage | None = None  # None for rows already in the database
+    existing_id: int | None = None  # the stored row's id
+
+    def identity(self) -> Key:
+        if self.key is None:
+            assert self.message is not None
+            self.key = _key_of(self.message)
+        return self.key
+
+
+@dataclass
+class SessionPlan:
+    session_id: str
+    create: bool
+    row: dict[str, Any]  # all columns for a new session; the NULL columns to fill for an existing one
+    session_extra: dict[str, Any]
+    inserts: list[tuple[LegacyMessage, float, int]] = field(default_factory=list)  # message, time, position
+    retimed: list[tuple[int, float]] = field(default_factory=list)  # stored rows moved forward: (id, time)
+    duplicates: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        return self.create or bool(self.inserts or self.row)
+
+
+def _key_of(message: LegacyMessage) -> Key:
+    generated = bool(message.extra.get("generated_tool_call_id"))
+    return message_key(message.role, message.content, message.tool_call_id, message.tool_calls, generated)
+
+
+def _existing_slots(existing: Existing | None) -> list[_Slot]:
+    return [
+        _Slot(message_key(m.role, m.content, m.tool_call_id, m.tool_calls), m.timestamp, None, m.id)
+        for m in (existing.messages if existing else ())
+    ]
+
+
+def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int]:
+    """Slots with the copy's missing messages inserted in place; returns them and how many were present."""
+    if not slots:  # nothing to align against (the usual case: a session new to the database)
+        return [_Slot(None, m.timestamp, m) for m in incoming], 0
+    matched = align([s.identity() for s in slots], [_key_of(m) for m in incoming])
+    additions: dict[int, list[_Slot]] = {}
+    for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
+        if index is None:
+            additions.setdefault(point, []).append(_Slot(None, message.timestamp, message))
+    merged: list[_Slot] = []
+    for position in range(len(slots) + 1):
+        merged += additions.get(position, [])
+        if position < len(slots):
+            merged.append(slots[position])
+    return merged, sum(index is not None for index in matched)
+
+
+def _merge_messages(existing: Existing | None, copies: list[LegacySession]) -> tuple[list[_Slot], int]:
+    slots = _existing_slots(existing)
+    duplicates = 0
+    for copy in copies:
+        slots, present = _merge_copy(slots, list(copy.messages))
+        duplicates += copy.duplicates_skipped + present
+    return slots, duplicates
+
+
+def _timestamps(slots: list[_Slot], hints: tuple[float | None, float | None], fallback: float) -> list[float | None]:
+    """Times for the new slots (None for existing ones), strictly increasing through the whole sequence."""
+    times: list[float | None] = [None] * len(slots)
+    run: list[int] = []
+    lo: float | None = None
+    for index in range(len(slots) + 1):
+        fixed = index < len(slots) and slots[index].message is None
+        if index < len(slots) and not fixed:
+            run.append(index)
+            continue
+        hi = slots[index].timestamp if fixed else None
+        if run:
+            recorded = [slots[i].timestamp for i in run]
+            bound_lo, bound_hi = lo, hi
+            if all(t is None for t in recorded) and lo is None and hi is None:
+                bound_lo, bound_hi = hints  # a file with no times at all: spread over the session's span
+            for i, value in zip(run, place_run(recorded, bound_lo, bound_hi, fallback), strict=True):
+                times[i] = value
+            run = []
+        lo = hi if fixed else lo
+    return times
+
+
+def _after(value: float) -> float:
+    return max(value + STEP, math.nextafter(value, math.inf))
+
+
+def _keep_order(slots: list[_Slot], times: list[float | None]) -> list[tuple[int, float]]:
+    """Make (timestamp, id) order the merged order: a new message never ties with or undercuts its
+    predecessor, and a stored row right after inserted ones moves forward (by microseconds) when
+    they reached its time. Ties among untouched stored rows keep their id order and stay."""
+    retimed: list[tuple[int, float]] = []
+    previous: float | None = None
+    pushed = False  # whether `previous` belongs to a new or moved message
+    for index, slot in enumerate(slots):
+        if slot.message is not None:
+            value = times[index]
+            assert value is not None
+            if previous is not None and value <= previous:
+                value = _after(previous)
+            times[index], pushed = value, True
+        else:
+            value = slot.timestamp if slot.timestamp is not None else 0.0
+            if pushed and previous is not None and value <= previous:
+                value = _after(previous)
+                assert slot.existing_id is not None
+                retimed.append((slot.existing_id, value))
+            else:
+                pushed = False
+        previous = value
+    return retimed
+
+
+def _first(copies: list[LegacySession], name: str) -> Any:
+    for copy in copies:
+        value = copy.fields.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def _session_fields(copies: list[LegacySession]) -> dict[str, Any]:
+    best = max(copies, key=lambda c: c.source_rank)  # max keeps the first of equal ranks
+    fields = {name: _first(copies, name) for name in SESSION_FIELDS if name not in ("id", "source")}
+    fields["source"] = best.fields.get("source") or _first(copies, "source") or "unknown"
+    return fields
+
+
+def _session_extra(copies: list[LegacySession]) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    for copy in copies:
+        for key, value in copy.extra.items():
+            extra.setdefault(key, value)
+    return extra
+
+
+def _new_row(session_id: str, copies: list[LegacySession], times: list[float], fallback: float) -> dict[str, Any]:
+    row = _session_fields(copies)
+    row["id"] = session_id
+    if row.get("started_at") is None:
+        row["started_at"] = times[0] if times else fallback
+    elif times and times[0] < row["started_at"]:
+        # An index's naive created_at read in another zone than the messages' epoch times can
+        # land after the first message; a session never starts after its first message.
+        row["started_at"] = times[0]
+    export = next((c for c in copies if c.kind == "export"), None)
+    if export is not None:  # a round trip keeps the session exactly as it was exported
+        row["ended_at"], row["end_reason"] = export.fields.get("ended_at"), export.fields.get("end_reason")
+    else:
+        row["ended_at"] = times[-1] if times else row["started_at"]
+        row["end_reason"] = IMPORTED_END_REASON
+    for name in _COUNTER_DEFAULTS:
+        row[name] = row.get(name) or 0
+    return row
+
+
+def _fill_row(existing: Existing, copies: list[LegacySession]) -> dict[str, Any]:
+    merged = _session_fields(copies)
+    return {
+        name: value for name, value in merged.items()
+        if name not in _NEVER_FILLED and value is not None and existing.row.get(name) is None
+    }
+
+
+def plan_session(session_id: str, copies: list[LegacySession], existing: Existing | None,
+                 fallback_start: float, end_hint: float | None = None) -> SessionPlan:
+    """What importing these copies of one session would change in the database."""
+    copies = sorted(copies, key=lambda c: KIND_ORDER.get(c.kind, 9))
+    slots, duplicates = _merge_messages(existing, [c for c in copies if c.has_messages])
+    start_hint = _first(copies, "started_at")
+    times = _timestamps(slots, (start_hint, end_hint), start_hint or fallback_start)
+    retimed = _keep_order(slots, times)
+    inserts = [(s.message, t, i) for i, (s, t) in enumerate(zip(slots, times, strict=True)) if s.message is not None]
+    assert all(t is not None for _, t, _ in inserts)
+    all_times = [t if s.message is not None else s.timestamp for s, t in zip(slots, times, strict=True)]
+    if existing is None:
+        row = _new_row(session_id, copies, [t for t in all_times if t is not None], fallback_start)
+    else:
+        row = _fill_row(existing, copies)
+    return SessionPlan(
+        session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
+        inserts=[(m, float(t), i) for m, t, i in inserts], retimed=retimed, duplicates=duplicates,
+    )

@@ -1,0 +1,197 @@
+"""`check`: independent read-only checks, each yielding findings; `run_checks` runs them all.
+
+Every check works on any connection (a read-only one for `check`, the write transaction of
+`repair` when it checks its own work) and never writes to the file: the only tables it creates
+live in the temp schema.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from hermes_state_tools.core.schema import (
+    FTS_TABLE,
+    INDEXES,
+    SCHEMA_VERSION,
+    TRIGGERS,
+    object_names,
+    table_columns,
+)
+from hermes_state_tools.maintenance import fts_agreement
+from hermes_state_tools.store.opening import reading
+from hermes_state_tools.tables import counters, lineage, titles
+from hermes_state_tools.upgrade.steps import detect_schema_version
+
+KINDS = (
+    "integrity", "foreign_key", "fts_out_of_sync", "missing_trigger", "missing_index", "lineage_cycle",
+    "missing_parent", "counter_mismatch", "duplicate_title", "schema_version",
+)
+_INTEGRITY_MAX_ERRORS = 100
+_SAMPLE = 5
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a check found: its kind, a line saying what is wrong, and the sessions involved."""
+
+    kind: str
+    detail: str
+    session_ids: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "detail": self.detail, "session_ids": list(self.session_ids)}
+
+
+def _ids(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> tuple[str, ...]:
+    return tuple(row[0] for row in conn.execute(sql, params))
+
+
+def _sample(ids: tuple[Any, ...]) -> str:
+    """The first few ids, and how many there are in all when there are more."""
+    shown = ", ".join(str(i) for i in ids[:_SAMPLE])
+    return shown + (f", ... ({len(ids)} in all)" if len(ids) > _SAMPLE else "")
+
+
+def integrity(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding]:
+    """SQLite's integrity_check (quick_check with `quick`): b-trees, pages, indexes against tables."""
+    pragma = "quick_check" if quick else "integrity_check"
+    for (line,) in conn.execute(f"PRAGMA {pragma}({_INTEGRITY_MAX_ERRORS})"):
+        if line == "ok":
+            continue
+        # Newer SQLite also checks FTS5 tables here; a damaged FTS index is rebuilt, not lost data.
+        yield Finding("fts_out_of_sync" if FTS_TABLE in line else "integrity", f"{pragma}: {line}")
+
+
+def orphaned_messages(conn: sqlite3.Connection) -> list[tuple[str, float, float, int]]:
+    """(session id, first time, last time, count) of messages whose session does not exist."""
+    return [tuple(row) for row in conn.execute(
+        "SELECT session_id, MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages m WHERE NOT EXISTS "
+        "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id ORDER BY session_id"
+    )]
+
+
+def foreign_keys(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """Rows pointing at a row that does not exist (a session's own parent link is `missing_parent`)."""
+    violations = {(row[0], row[2]) for row in conn.execute("PRAGMA foreign_key_check")}
+    if ("messages", "sessions") in violations:
+        for session_id, _first, _last, count in orphaned_messages(conn):
+            yield Finding("foreign_key", f"{count} messages belong to session {session_id!r}, which does not exist",
+                          (session_id,))
+    for table, parent in sorted(violations - {("messages", "sessions"), ("sessions", "sessions")}):
+        yield Finding("foreign_key", f"rows of {table} point at {parent} rows that do not exist")
+
+
+def fts_sync(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding]:
+    """The FTS index against `messages` (ids always; tokens too unless quick), see fts_agreement."""
+    drift = fts_agreement.drift(conn, quick)
+    if drift is None:
+        return  # no FTS table: `missing_index` reports it
+    parts = (
+        (drift.unindexed, "messages are missing from the search index"),
+        (drift.changed, "messages are indexed with content they no longer hold"),
+    )
+    for ids, what in parts:
+        if ids:
+            yield Finding("fts_out_of_sync", f"{len(ids)} {what} (ids {_sample(ids)})",
+                          fts_agreement.sessions_of(conn, ids))
+    if drift.stale:
+        yield Finding("fts_out_of_sync", f"the search index holds {len(drift.stale)} deleted messages "
+                                         f"(ids {_sample(drift.stale)})")
+
+
+def missing_triggers(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """The three triggers that keep the FTS index in step with `messages`."""
+    present = object_names(conn, "trigger")
+    for name in TRIGGERS:
+        if name not in present:
+            yield Finding("missing_trigger", f"trigger {name} is missing: message changes are not indexed")
+
+
+def missing_indexes(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """The indexes of the file's schema version, and the messages_fts table itself."""
+    present, version = object_names(conn, "index"), detect_schema_version(conn)
+    for index in INDEXES:
+        if index.since <= version and index.name not in present:
+            yield Finding("missing_index", f"index {index.name} is missing")
+    if FTS_TABLE not in object_names(conn, "table"):
+        yield Finding("missing_index", f"full-text table {FTS_TABLE} is missing: search finds nothing")
+
+
+def lineage_cycles(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """Parent chains that loop back on themselves."""
+    for cycle in lineage.find_cycles(conn):
+        yield Finding("lineage_cycle", "parent links form a cycle: " + " -> ".join([*cycle, cycle[0]]), tuple(cycle))
+
+
+MISSING_PARENTS = (
+    "SELECT id, parent_session_id FROM sessions c WHERE parent_session_id IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = c.parent_session_id) ORDER BY id"
+)
+
+
+def missing_parents(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """Sessions whose parent_session_id names a session that does not exist."""
+    for session_id, parent in conn.execute(MISSING_PARENTS):
+        yield Finding("missing_parent", f"session {session_id} names parent {parent!r}, which does not exist",
+                      (session_id,))
+
+
+def counter_mismatches(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """message_count and tool_call_count against the real rows."""
+    for session_id, stored_m, real_m, stored_t, real_t in counters.mismatches(conn):
+        yield Finding("counter_mismatch", f"session {session_id}: message_count {stored_m} (real {real_m}), "
+                                          f"tool_call_count {stored_t} (real {real_t})", (session_id,))
+
+
+def duplicate_titles(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """Non-NULL titles held by more than one session (holders listed oldest first)."""
+    if "title" not in table_columns(conn, "sessions"):
+        return
+    for title, holders in titles.shared_titles(conn):
+        yield Finding("duplicate_title", f"title {title!r} is held by {len(holders)} sessions", tuple(holders))
+
+
+def schema_version(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """The version row: present, one row, the current version, and true to the columns present."""
+    detected = detect_schema_version(conn)
+    if "schema_version" not in object_names(conn, "table"):
+        yield Finding("schema_version", f"the schema_version table is missing (the columns are version {detected})")
+        return
+    values = [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+    if len(values) != 1 or not isinstance(values[0], int):
+        yield Finding("schema_version", f"the schema_version table holds {values!r} instead of one version number "
+                                        f"(the columns are version {detected})")
+    elif values[0] != SCHEMA_VERSION or detected != values[0]:
+        yield Finding("schema_version", f"the version row says {values[0]}, the columns are version {detected}, "
+                                        f"current is {SCHEMA_VERSION}")
+
+
+Check = Callable[[sqlite3.Connection], Iterator[Finding]]
+
+
+def all_checks(quick: bool = False) -> tuple[Check, ...]:
+    """Every check, in report order."""
+    return (
+        partial(integrity, quick=quick), foreign_keys, partial(fts_sync, quick=quick), missing_triggers,
+        missing_indexes, lineage_cycles, missing_parents, counter_mismatches, duplicate_titles, schema_version,
+    )
+
+
+def run_checks(conn: sqlite3.Connection, quick: bool = False) -> list[Finding]:
+    """Every finding of every check, on the caller's connection and transaction."""
+    return [finding for check in all_checks(quick) for finding in check(conn)]
+
+
+def check_file(path: Path, quick: bool = False) -> list[Finding]:
+    """Check a database file on a read-only connection, in one consistent snapshot; nothing is written."""
+    with reading(path) as conn:
+        conn.execute("BEGIN")  # one snapshot while other processes keep writing
+        try:
+            return run_checks(conn, quick)
+        finally:
+            conn.execute("ROLLBACK")

@@ -1,0 +1,224 @@
+"""`repair`: one idempotent fix per finding kind, all in one write transaction, then the checks again.
+
+Nothing is deleted: messages whose session is gone get a placeholder session, broken parent
+links become NULL, duplicate titles are renamed. Damage to the file itself (`integrity`) has
+no fix here; it is reported as unfixed (restore a backup).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
+from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
+from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
+from hermes_state_tools.store.opening import writing
+from hermes_state_tools.tables import counters, fts, lineage, titles
+from hermes_state_tools.upgrade import steps
+
+PLACEHOLDER_SOURCE = "unknown"
+PLACEHOLDER_END_REASON = "recovered"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing a repair changed (or, in a dry run, would change), with the values before and after."""
+
+    kind: str
+    action: str
+    detail: str
+    session_ids: tuple[str, ...] = ()
+    old: Any = None
+    new: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "action": self.action, "detail": self.detail,
+                "session_ids": list(self.session_ids), "old": self.old, "new": self.new}
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """What was found, what was changed, and what the checks still find afterwards."""
+
+    problems: tuple[Finding, ...]
+    changes: tuple[Change, ...]
+    unfixed: tuple[Finding, ...]
+    dry_run: bool = False
+    backup: str | None = None  # taken when the repair had to change the schema
+
+
+    @property
+    def ok(self) -> bool:
+        return not self.unfixed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "dry_run": self.dry_run, "backup": self.backup,
+                "problems": [f.as_dict() for f in self.problems],
+                "changes": [c.as_dict() for c in self.changes], "unfixed": [f.as_dict() for f in self.unfixed]}
+
+
+@dataclass
+class _Run:
+    """The connection a repair writes through, and what it has done so far."""
+
+    conn: sqlite3.Connection
+    changes: list[Change] = field(default_factory=list)
+    fts_rebuilt: bool = False
+
+
+def recover_orphan_messages(run: _Run) -> None:
+    """Messages whose session is missing keep their rows: a placeholder session is created for them."""
+    rows = orphaned_messages(run.conn)
+    for session_id, first, last, count in rows:
+        run.conn.execute(
+            "INSERT INTO sessions (id, source, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?)",
+            (session_id, PLACEHOLDER_SOURCE, first, last, PLACEHOLDER_END_REASON),
+        )
+        new = {"source": PLACEHOLDER_SOURCE, "started_at": first, "ended_at": last,
+               "end_reason": PLACEHOLDER_END_REASON, "message_count": count}
+        detail = f"created placeholder session {session_id!r} (source {PLACEHOLDER_SOURCE!r}) for its {count} messages"
+        run.changes.append(Change("foreign_key", "created_session", detail, (session_id,), None, new))
+    counters.recount(run.conn, [row[0] for row in rows])
+
+
+def clear_missing_parents(run: _Run) -> None:
+    """A parent link to a session that does not exist becomes NULL."""
+    for session_id, parent in run.conn.execute(MISSING_PARENTS).fetchall():
+        run.conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE id = ?", (session_id,))
+        run.changes.append(Change("missing_parent", "cleared_parent",
+                                  f"session {session_id}: parent {parent!r} -> NULL", (session_id,), parent, None))
+
+
+def break_cycles(run: _Run) -> None:
+    """In each cycle the session that started first loses its parent link and becomes the root."""
+    for cycle in lineage.find_cycles(run.conn):
+        marks = ",".join("?" * len(cycle))
+        root, parent = run.conn.execute(
+            f"SELECT id, parent_session_id FROM sessions WHERE id IN ({marks}) ORDER BY started_at, id LIMIT 1", cycle
+        ).fetchone()
+        run.conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE id = ?", (root,))
+        run.changes.append(Change("lineage_cycle", "cleared_parent", f"session {root} started first in the cycle "
+                                  f"{' -> '.join(cycle)}: parent {parent!r} -> NULL", tuple(cycle), parent, None))
+
+
+def _title_changes(renames: list[dict[str, str]]) -> list[Change]:
+    """One change per `titles.dedupe_titles` rename."""
+    return [Change("duplicate_title", "renamed_title", f"session {r['session_id']}: title {r['old']!r} -> {r['new']!r}",
+                   (r["session_id"],), r["old"], r["new"]) for r in renames]
+
+
+def rename_duplicate_titles(run: _Run) -> None:
+    """The session that started first keeps a shared title; later ones get the next free `#N`."""
+    run.changes += _title_changes(titles.dedupe_titles(run.conn))
+
+
+def _structure_kind(name: str) -> str:
+    """The finding kind a recreated 'trigger X' / 'index X' / 'table X' / 'column X' answers."""
+    if name.startswith("trigger "):
+        return "missing_trigger"
+    return "schema_version" if name.startswith("column ") else "missing_index"
+
+
+def _version_rows(conn: sqlite3.Connection) -> Any:
+    """The version row's value; None for a missing table, a list for an empty or crowded one."""
+    if "schema_version" not in object_names(conn, "table"):
+        return None
+    rows = [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+    return rows[0] if len(rows) == 1 else rows
+
+
+def restore_structure(run: _Run) -> None:
+    """Recreate missing columns, indexes, triggers and the FTS table; then set the version row to current."""
+    fts_missing = bool(fts.missing_objects(run.conn))
+    missing, renames = steps.restore_structure(run.conn)
+    run.fts_rebuilt = run.fts_rebuilt or fts_missing  # fts.recreate rebuilt the index from `messages`
+    for name in missing:
+        verb = "added" if name.startswith("column ") else "recreated"
+        run.changes.append(Change(_structure_kind(name), verb, f"{verb} {name}"))
+    run.changes += _title_changes(renames)
+    old = _version_rows(run.conn)
+    if old != SCHEMA_VERSION:
+        steps.set_version(run.conn, SCHEMA_VERSION)
+        run.changes.append(Change("schema_version", "set_version", f"schema_version {old!r} -> {SCHEMA_VERSION}",
+                                  (), old, SCHEMA_VERSION))
+
+
+def rebuild_fts(run: _Run) -> None:
+    """Rebuild the search index from `messages` (once, even when recreating FTS objects did it already)."""
+    if not run.fts_rebuilt:
+        fts.rebuild(run.conn)
+        run.fts_rebuilt = True
+    count = run.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    run.changes.append(Change("fts_out_of_sync", "rebuilt_index", f"rebuilt messages_fts from {count} messages"))
+
+
+def recount_counters(run: _Run) -> None:
+    """message_count and tool_call_count set from the real rows."""
+    for session_id, stored_m, real_m, stored_t, real_t in counters.mismatches(run.conn):
+        counters.recount(run.conn, [session_id])
+        old, new = {"message_count": stored_m, "tool_call_count": stored_t}, {"message_count": real_m,
+                                                                                "tool_call_count": real_t}
+        run.changes.append(Change("counter_mismatch", "recounted", f"session {session_id}: message_count "
+                                  f"{stored_m} -> {real_m}, tool_call_count {stored_t} -> {real_t}",
+                                  (session_id,), old, new))
+
+
+Fix = Callable[[_Run], None]
+
+# Finding kind -> its fix. Fixes run in this order, each at most once: sessions are recovered and
+# links repaired before titles and structure, and counters are recounted last.
+FIXES: dict[str, Fix] = {
+    "foreign_key": recover_orphan_messages,
+    "missing_parent": clear_missing_parents,
+    "lineage_cycle": break_cycles,
+    "duplicate_title": rename_duplicate_titles,
+    "missing_index": restore_structure,
+    "missing_trigger": restore_structure,
+    "schema_version": restore_structure,
+    "fts_out_of_sync": rebuild_fts,
+    "counter_mismatch": recount_counters,
+}
+
+
+def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
+    """Run the fix of every kind found, inside the caller's transaction; returns every change."""
+    run = _Run(conn)
+    for fix in dict.fromkeys(FIXES[kind] for kind in FIXES if kind in kinds):
+        fix(run)
+    return run.changes
+
+
+def _dry_run(path: Path, problems: tuple[Finding, ...]) -> RepairReport:
+    """The same repair on a verified copy: the report is exact and the file is not even opened for writing
+    (opening for writing alone may switch a rollback-journal file to WAL)."""
+    with tempfile.TemporaryDirectory(prefix="hermes-state-repair-") as scratch:
+        copy = Path(scratch) / path.name
+        backup_database(path, copy)
+        done = repair_file(copy, problems=problems)
+    return RepairReport(problems, done.changes, done.unfixed, True)
+
+
+def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...] | None = None) -> RepairReport:
+    """Check (unless findings are given), fix them in one transaction (on a copy for a dry run), check again."""
+    problems = tuple(check_file(path)) if problems is None else problems
+    if not problems:
+        return RepairReport((), (), (), dry_run)  # healthy: no write lock taken at all
+    kinds = {finding.kind for finding in problems}
+    if "integrity" in kinds:
+        # Writing into a damaged b-tree can spread the damage: nothing is touched; restore a backup.
+        return RepairReport(problems, (), problems, dry_run)
+    if dry_run:
+        return _dry_run(path, problems)
+    backup = None
+    if "schema_version" in kinds:
+        # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
+        backup = str(backup_before_schema_change(path))
+    with writing(path) as (_conn, runner):
+        changes = runner.run(lambda c: apply_fixes(c, kinds))
+    # Verified on what was committed, read-only, so the write lock is not held for the checks.
+    return RepairReport(problems, tuple(changes), tuple(check_file(path)), False, backup)

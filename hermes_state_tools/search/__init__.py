@@ -1,0 +1,1 @@
+"""Full-text search: the query sanitizer (sanitize.py) and running a search (query.py)."""

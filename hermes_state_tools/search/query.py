@@ -1,0 +1,149 @@
+"""Running a search on a connection: FTS5 with bm25 ranking and snippets, and a literal-substring
+path for text the FTS5 tokenizer cannot split (CJK) or did not match."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from hermes_state_tools.core.connection import is_lock_error
+from hermes_state_tools.core.jsonutil import content_text
+from hermes_state_tools.search.sanitize import contains_cjk, plain_terms, sanitize_fts5_query
+
+SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS = ">>>", "<<<", "..."
+_SNIPPET_TOKENS = 40
+_SNIPPET_CHARS = 120
+CONTEXT_CHARS = 200
+
+
+def _filters(source_filter: Any, exclude_sources: Any, role_filter: Any) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, values, negate in (
+        ("s.source", source_filter, False), ("s.source", exclude_sources, True), ("m.role", role_filter, False)
+    ):
+        if values is None:
+            continue
+        values = [values] if isinstance(values, str) else list(values)
+        if not values and not negate:
+            clauses.append("0")
+        elif values:
+            clauses.append(f"{column} {'NOT IN' if negate else 'IN'} ({','.join('?' * len(values))})")
+            params += values
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+_SELECT = (
+    "SELECT m.id, m.session_id, m.role, m.timestamp, m.tool_name, {snippet} AS snippet, "
+    "{content} AS _content, s.source, s.model, s.started_at AS session_started "
+)
+
+
+def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+               limit: int, offset: int) -> list[dict[str, Any]]:
+    """Best matches first (bm25) for an already-sanitized FTS5 query."""
+    where, params = filters
+    sql = _SELECT.format(
+        snippet=f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '{SNIPPET_ELLIPSIS}', "
+        f"{_SNIPPET_TOKENS})",
+        content="NULL",
+    ) + (
+        "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+        f"JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?{where} "
+        "ORDER BY rank LIMIT ? OFFSET ?"
+    )
+    return [dict(row) for row in conn.execute(sql, (fts_query, *params, limit, offset))]
+
+
+def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tuple[str, list[Any]],
+                     limit: int, offset: int) -> list[dict[str, Any]]:
+    """Messages containing every needle literally (ASCII case-insensitive), newest first."""
+    where, params = filters
+    # instr() rather than LIKE: LIKE stops at a NUL, and multimodal content starts with one
+    # ("\x00json:"); instr() compares whole values, and `%`/`_` in it are plain characters.
+    likes = " AND ".join("instr(lower(m.content), lower(?)) > 0" for _ in needles)
+    sql = _SELECT.format(snippet="NULL", content="m.content") + (
+        f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {likes}{where} "
+        "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
+    )
+    results = [dict(row) for row in conn.execute(sql, (*needles, *params, limit, offset))]
+    for result in results:
+        result["snippet"] = make_snippet(content_text(result["_content"]), needles[0])
+    return results
+
+
+def make_snippet(text: str, needle: str) -> str:
+    """A window of the text around the first match, the match wrapped in >>> <<<."""
+    at = text.lower().find(needle.lower())
+    if at < 0:
+        return text[:_SNIPPET_CHARS]
+    start = max(0, at - _SNIPPET_CHARS // 2)
+    end = min(len(text), at + len(needle) + _SNIPPET_CHARS // 2)
+    head = SNIPPET_ELLIPSIS if start > 0 else ""
+    tail = SNIPPET_ELLIPSIS if end < len(text) else ""
+    match = text[at:at + len(needle)]
+    return f"{head}{text[start:at]}{SNIPPET_OPEN}{match}{SNIPPET_CLOSE}{text[at + len(needle):end]}{tail}"
+
+
+def context(conn: sqlite3.Connection, match: dict[str, Any]) -> list[dict[str, Any]]:
+    """The previous message, the match and the next message of the same session."""
+    key = (match["session_id"], match["timestamp"], match["timestamp"], match["id"])
+    before = conn.execute(
+        "SELECT role, content FROM messages WHERE session_id = ? AND (timestamp < ? OR "
+        "(timestamp = ? AND id < ?)) ORDER BY timestamp DESC, id DESC LIMIT 1", key
+    ).fetchone()
+    this = conn.execute("SELECT role, content FROM messages WHERE id = ?", (match["id"],)).fetchone()
+    after = conn.execute(
+        "SELECT role, content FROM messages WHERE session_id = ? AND (timestamp > ? OR "
+        "(timestamp = ? AND id > ?)) ORDER BY timestamp, id LIMIT 1", key
+    ).fetchone()
+    return [
+        {"role": row["role"], "content": content_text(row["content"])[:CONTEXT_CHARS]}
+        for row in (before, this, after) if row is not None
+    ]
+
+
+def search_messages(
+    conn: sqlite3.Connection,
+    query: str,
+    source_filter: Any = None,
+    exclude_sources: Any = None,
+    role_filter: Any = None,
+    limit: int = 20,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """FTS5 search (CJK as a literal substring), falling back to substrings when FTS finds nothing."""
+    if not query or not query.strip():
+        return []
+    filters = _filters(source_filter, exclude_sources, role_filter)
+    if contains_cjk(query):
+        results = substring_search(conn, [query.strip()], filters, limit, offset)
+    else:
+        results = _fts_or_fallback(conn, query, filters, limit, offset)
+    for result in results:
+        result.pop("_content", None)
+        result["context"] = context(conn, result)
+    return results
+
+
+def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, list[Any]],
+                     limit: int, offset: int) -> list[dict[str, Any]]:
+    fts_query = sanitize_fts5_query(query)
+    results: list[dict[str, Any]] = []
+    if fts_query:
+        try:
+            results = fts_search(conn, fts_query, filters, limit, offset)
+        except sqlite3.OperationalError as exc:
+            # The sanitizer should make every query valid; should FTS5 still refuse one, the
+            # substring search below answers instead. Lock errors are real errors.
+            if is_lock_error(exc):
+                raise
+            fts_query = ""
+    terms = plain_terms(query)
+    if results or not terms:
+        return results
+    if offset and fts_query and fts_search(conn, fts_query, filters, 1, 0):
+        return results  # paged past the end of real word matches
+    # Nothing matched as words: the text may still hold the terms inside longer tokens
+    # or in characters the unicode61 tokenizer treats as separators.
+    return substring_search(conn, terms, filters, limit, offset)

@@ -1,0 +1,73 @@
+"""Deleting sessions: prune by age, delete one; children are kept and orphaned, never cascaded."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from hermes_state_tools.tables import extras
+
+_DAY_S = 86_400
+
+
+def delete_ids(conn: sqlite3.Connection, ids: list[str]) -> int:
+    """Orphan the children, then delete messages, extra data and the sessions; returns messages deleted."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _doomed (id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM _doomed")
+    conn.executemany("INSERT OR IGNORE INTO _doomed (id) VALUES (?)", ((i,) for i in ids))
+    conn.execute(
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM _doomed) "
+        "AND id NOT IN (SELECT id FROM _doomed)"
+    )
+    extras.delete_for_sessions(conn, "SELECT id FROM _doomed")
+    deleted = conn.execute("DELETE FROM messages WHERE session_id IN (SELECT id FROM _doomed)").rowcount
+    # Parent links among the doomed sessions themselves go first so the foreign key holds.
+    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE id IN (SELECT id FROM _doomed)")
+    conn.execute("DELETE FROM sessions WHERE id IN (SELECT id FROM _doomed)")
+    conn.execute("DELETE FROM _doomed")
+    return int(deleted)
+
+
+def prunable_ids(conn: sqlite3.Connection, older_than_days: float, source: str | None) -> list[str]:
+    """Ended sessions started before the cutoff (open sessions are never pruned)."""
+    cutoff = time.time() - older_than_days * _DAY_S
+    sql = "SELECT id FROM sessions WHERE started_at < ? AND ended_at IS NOT NULL"
+    params: list[object] = [cutoff]
+    if source:
+        sql += " AND source = ?"
+        params.append(source)
+    return [row[0] for row in conn.execute(sql + " ORDER BY started_at, id", params)]
+
+
+def prune(conn: sqlite3.Connection, older_than_days: float = 90, source: str | None = None) -> tuple[int, int]:
+    """Delete prunable sessions with their messages; returns (sessions, messages) deleted."""
+    ids = prunable_ids(conn, older_than_days, source)
+    return len(ids), (delete_ids(conn, ids) if ids else 0)
+
+
+def prune_confirmed(
+    conn: sqlite3.Connection, confirmed: list[str], older_than_days: float, source: str | None
+) -> tuple[list[str], int]:
+    """Delete the confirmed sessions that are still prunable (one reopened since is kept); (ids, messages)."""
+    still = set(prunable_ids(conn, older_than_days, source))
+    ids = [session_id for session_id in confirmed if session_id in still]
+    return ids, (delete_ids(conn, ids) if ids else 0)
+
+
+def count_messages(conn: sqlite3.Connection, ids: list[str]) -> int:
+    """How many messages these sessions hold (for a dry run's report)."""
+    total = 0
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        total += conn.execute(
+            f"SELECT COUNT(*) FROM messages WHERE session_id IN ({','.join('?' * len(chunk))})", chunk
+        ).fetchone()[0]
+    return int(total)
+
+
+def delete(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Delete one session and its messages; its children stay, orphaned. False if unknown."""
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        return False
+    delete_ids(conn, [session_id])
+    return True

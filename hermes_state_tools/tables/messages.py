@@ -1,0 +1,113 @@
+"""Message rows: append with counters, read back in order, clear."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.errors import UnknownSessionError
+from hermes_state_tools.tables import extras
+
+_JSON_COLUMNS = ("reasoning_details", "codex_reasoning_items")
+
+
+def tool_call_increment(role: str, tool_calls: Any) -> int:
+    """How much one message adds to `tool_call_count`: a list counts its length, other values 1."""
+    if role == "tool" or tool_calls is None:
+        return 0
+    return len(tool_calls) if isinstance(tool_calls, list) else 1
+
+
+def require_session(conn: sqlite3.Connection, session_id: str) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise UnknownSessionError(f"Session '{session_id}' does not exist")
+
+
+def append(
+    conn: sqlite3.Connection,
+    session_id: str,
+    role: str,
+    content: Any = None,
+    tool_name: str | None = None,
+    tool_calls: Any = None,
+    tool_call_id: str | None = None,
+    token_count: int | None = None,
+    finish_reason: str | None = None,
+    reasoning: str | None = None,
+    reasoning_details: Any = None,
+    codex_reasoning_items: Any = None,
+) -> int:
+    """Insert one message stamped now and bump the session's counters; returns the row id."""
+    require_session(conn, session_id)
+    cursor = conn.execute(
+        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, "
+        "timestamp, token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id, role, jsonutil.encode_content(content), tool_call_id,
+            jsonutil.dumps_if_any(tool_calls), tool_name, time.time(), token_count, finish_reason,
+            reasoning, jsonutil.dumps_if_any(reasoning_details),
+            jsonutil.dumps_if_any(codex_reasoning_items),
+        ),
+    )
+    conn.execute(
+        "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, "
+        "tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?",
+        (tool_call_increment(role, tool_calls), session_id),
+    )
+    return int(cursor.lastrowid)
+
+
+def decode_row(row: sqlite3.Row) -> dict[str, Any]:
+    """A message row as a dict with content and tool_calls decoded."""
+    message = dict(row)
+    message["content"] = jsonutil.decode_content(message.get("content"))
+    if message.get("tool_calls"):
+        message["tool_calls"] = jsonutil.loads_or_raw(message["tool_calls"])
+    return message
+
+
+def get_all(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """Every message of a session, every column, in timestamp then id order."""
+    rows = conn.execute(
+        "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
+    )
+    return [decode_row(row) for row in rows]
+
+
+def as_conversation(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session in OpenAI chat format, ready to replay to an API."""
+    conversation = []
+    for message in get_all(conn, session_id):
+        entry: dict[str, Any] = {"role": message["role"], "content": message["content"]}
+        for key in ("tool_call_id", "tool_name", "tool_calls"):
+            if message.get(key):
+                entry[key] = message[key]
+        if message["role"] == "assistant":
+            if message.get("reasoning"):
+                entry["reasoning"] = message["reasoning"]
+            for key in _JSON_COLUMNS:
+                if message.get(key):
+                    entry[key] = jsonutil.loads_or_raw(message[key])
+        conversation.append(entry)
+    return conversation
+
+
+def clear(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete a session's messages and zero its counters; the session itself stays."""
+    if extras.present(conn):
+        conn.execute(f"DELETE FROM {extras.MESSAGE_TABLE} WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+    conn.execute(
+        "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?", (session_id,)
+    )
+
+
+def count(conn: sqlite3.Connection, session_id: str | None = None) -> int:
+    if session_id:
+        row = conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,))
+    else:
+        row = conn.execute("SELECT COUNT(*) FROM messages")
+    return int(row.fetchone()[0])

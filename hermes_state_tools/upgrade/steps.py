@@ -1,0 +1,196 @@
+"""Schema history as data: one small step per version, each committed with its version bump.
+
+A crash between steps leaves a database whose version row names the last step that
+committed; every step is idempotent, so the next open simply carries on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hermes_state_tools.core.schema import (
+    INDEXES,
+    SCHEMA_VERSION,
+    TABLE_COLUMNS,
+    columns_at,
+    create_schema,
+    object_names,
+    read_version,
+    table_columns,
+)
+from hermes_state_tools.tables import fts, titles
+
+Step = Callable[[sqlite3.Connection], list[dict[str, str]]]
+
+
+@dataclass
+class UpgradeReport:
+    """What opening or upgrading a database did to its schema."""
+
+    from_version: int
+    to_version: int
+    created: bool = False
+    steps: list[str] = field(default_factory=list)
+    renamed_titles: list[dict[str, str]] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.created or bool(self.steps or self.renamed_titles or self.repairs)
+
+
+def _add_columns(conn: sqlite3.Connection, table: str, version: int) -> None:
+    present = table_columns(conn, table)
+    for column in TABLE_COLUMNS[table]:
+        if column.since == version and column.name not in present:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column.name} {column.decl}")
+
+
+def _columns_step(table: str, version: int) -> Step:
+    def step(conn: sqlite3.Connection) -> list[dict[str, str]]:
+        _add_columns(conn, table, version)
+        return []
+
+    return step
+
+
+def _unique_titles_step(conn: sqlite3.Connection) -> list[dict[str, str]]:
+    renames = titles.dedupe_titles(conn)
+    conn.execute(next(i.sql for i in INDEXES if i.name == "idx_sessions_title_unique"))
+    return renames
+
+
+# version produced -> (description, step)
+STEPS: dict[int, tuple[str, Step]] = {
+    2: ("v2: messages.finish_reason", _columns_step("messages", 2)),
+    3: ("v3: sessions.title", _columns_step("sessions", 3)),
+    4: ("v4: unique index on sessions.title", _unique_titles_step),
+    5: ("v5: sessions billing and cache-token columns", _columns_step("sessions", 5)),
+    6: ("v6: messages reasoning columns", _columns_step("messages", 6)),
+}
+
+
+def detect_schema_version(conn: sqlite3.Connection) -> int:
+    """The version the file really is at, judged by the columns and indexes present."""
+    messages, sessions = table_columns(conn, "messages"), table_columns(conn, "sessions")
+    if {"reasoning", "reasoning_details", "codex_reasoning_items"} <= messages:
+        return 6
+    if {c.name for c in columns_at("sessions", 5)} <= sessions:
+        return 5
+    if "idx_sessions_title_unique" in object_names(conn, "index"):
+        return 4
+    if "title" in sessions:
+        return 3
+    if "finish_reason" in messages:
+        return 2
+    return 1
+
+
+def is_empty(conn: sqlite3.Connection) -> bool:
+    """True when the file holds neither Hermes table (a new or foreign database)."""
+    return not ({"sessions", "messages"} & object_names(conn, "table"))
+
+
+def starting_version(conn: sqlite3.Connection) -> int:
+    """Where the upgrade starts: the version row, unless it is missing, empty or ahead of the columns."""
+    stored = read_version(conn)
+    detected = detect_schema_version(conn)
+    if stored is None:
+        return detected
+    return min(stored, detected) if stored <= SCHEMA_VERSION else stored
+
+
+def set_version(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    conn.execute("DELETE FROM schema_version")
+    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+
+def create_fresh(conn: sqlite3.Connection) -> UpgradeReport:
+    """Create the whole v6 schema (the caller wraps this in one transaction)."""
+    create_schema(conn)
+    return UpgradeReport(from_version=0, to_version=SCHEMA_VERSION, created=True)
+
+
+def missing_structure(conn: sqlite3.Connection) -> list[str]:
+    """Names of v6 columns, indexes, the FTS table and triggers this file lacks."""
+    missing = [
+        f"column {table}.{c.name}"
+        for table, cols in TABLE_COLUMNS.items()
+        for c in cols
+        if c.name not in table_columns(conn, table)
+    ]
+    indexes = object_names(conn, "index")
+    missing += [f"index {i.name}" for i in INDEXES if i.name not in indexes]
+    missing += fts.missing_objects(conn)
+    return missing
+
+
+def restore_structure(conn: sqlite3.Connection) -> tuple[list[str], list[dict[str, str]]]:
+    """Recreate missing columns, indexes, FTS table and triggers; rebuild FTS if it was broken."""
+    missing = missing_structure(conn)
+    renames: list[dict[str, str]] = []
+    if not missing:
+        return missing, renames
+    for version in range(2, SCHEMA_VERSION + 1):
+        for table in TABLE_COLUMNS:
+            _add_columns(conn, table, version)
+    if "index idx_sessions_title_unique" in missing:
+        renames = titles.dedupe_titles(conn)
+    for index in INDEXES:
+        conn.execute(index.sql)
+    if fts.missing_objects(conn):
+        fts.recreate(conn)
+    return missing, renames
+
+
+def _step_transaction(version: int) -> Callable[[sqlite3.Connection], list[dict[str, str]]]:
+    _, step = STEPS[version]
+
+    def apply(conn: sqlite3.Connection) -> list[dict[str, str]]:
+        if starting_version(conn) >= version:
+            return []  # another process finished this step while we waited for the lock
+        renames = step(conn)
+        set_version(conn, version)
+        return renames
+
+    return apply
+
+
+def bring_up_to_date(conn: sqlite3.Connection, run: Callable[[Step], list]) -> UpgradeReport:
+    """Create or upgrade the schema, one transaction per step; `run` is the write runner.
+
+    Reads first and writes only when something is pending, so opening an up-to-date
+    database never takes the write lock.
+    """
+    if is_empty(conn):
+        created = run(lambda c: [create_fresh(c)] if is_empty(c) else [])
+        if created:
+            return created[0]
+    start = starting_version(conn)
+    report = UpgradeReport(from_version=start, to_version=SCHEMA_VERSION)
+    for version in range(start + 1, SCHEMA_VERSION + 1):
+        report.renamed_titles += run(_step_transaction(version))
+        report.steps.append(STEPS[version][0])
+    if missing_structure(conn) or read_version(conn) != SCHEMA_VERSION:
+        def finish(c: sqlite3.Connection) -> list:
+            repaired = restore_structure(c)
+            set_version(c, SCHEMA_VERSION)
+            return [repaired]
+
+        (missing, renames), = run(finish)
+        report.repairs += [f"recreated {name}" for name in missing]
+        report.renamed_titles += renames
+    return report
+
+
+def pending(conn: sqlite3.Connection) -> bool:
+    """True when opening this file for writing would change its schema."""
+    return (
+        is_empty(conn)
+        or starting_version(conn) < SCHEMA_VERSION
+        or read_version(conn) != SCHEMA_VERSION
+        or bool(missing_structure(conn))
+    )

@@ -1,0 +1,47 @@
+"""`status`: what a database holds, read without taking any lock."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.core.schema import read_version
+from hermes_state_tools.store.opening import open_readonly
+from hermes_state_tools.upgrade.steps import detect_schema_version
+
+
+def _fts_bytes(conn: sqlite3.Connection) -> int | None:
+    """Bytes the FTS index occupies, or None where SQLite was built without the dbstat table."""
+    try:
+        row = conn.execute(
+            "SELECT SUM(pgsize) FROM dbstat WHERE name LIKE 'messages\\_fts%' ESCAPE '\\'"
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return int(row[0] or 0)
+
+
+def read_status(path: Path) -> dict[str, Any]:
+    """Schema version, journal mode, counts, file sizes and the oldest/newest session."""
+    conn = open_readonly(path)
+    try:
+        version = read_version(conn)
+        oldest, newest = conn.execute("SELECT MIN(started_at), MAX(started_at) FROM sessions").fetchone()
+        wal = sidecar_paths(path)[0]
+        return {
+            "path": str(path),
+            "schema_version": version if version is not None else detect_schema_version(conn),
+            "schema_version_recorded": version is not None,
+            "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+            "sessions": conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+            "messages": conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
+            "db_bytes": path.stat().st_size,
+            "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+            "fts_bytes": _fts_bytes(conn),
+            "oldest_session_started": oldest,
+            "newest_session_started": newest,
+        }
+    finally:
+        conn.close()
