@@ -13,15 +13,12 @@ from hermes_state_tools.cli import main
 from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
 from hermes_state_tools.errors import ConfirmationRequired
 from hermes_state_tools.maintenance.checks import check_file
-from hermes_state_tools.maintenance.housekeeping import (
-    PrunePlan,
-    backup_file,
-    maintain_file,
-    prune_file,
-    rebuild_fts_file,
-    vacuum_file,
-)
+from hermes_state_tools.maintenance.maintain import maintain_file
+from hermes_state_tools.maintenance.prune import PrunePlan, prune_file
+from hermes_state_tools.maintenance.rebuild import rebuild_fts_file
 from hermes_state_tools.maintenance.repair import repair_file
+from hermes_state_tools.maintenance.vacuum import vacuum_file
+from hermes_state_tools.store.backup import backup_file
 
 _SHOWN_IDS = 10
 

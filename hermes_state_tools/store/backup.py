@@ -6,11 +6,12 @@ import datetime as dt
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hermes_state_tools.core import paths
 from hermes_state_tools.core.connection import connect
 from hermes_state_tools.errors import BackupError, DestinationExistsError
-from hermes_state_tools.store.opening import open_readonly
+from hermes_state_tools.store.opening import open_readonly, reading
 
 __all__ = ["BackupError", "BackupResult", "backup_before_schema_change", "backup_database", "timestamped_path",
            "verify"]
@@ -91,3 +92,12 @@ def backup_before_schema_change(path: Path) -> Path:
     """The verified `state.db.bak-<timestamp>` taken before anything changes a file's schema
     (upgrade, an import that upgrades, repair of the schema), so the file as it was can come back."""
     return backup_database(path, timestamped_path(path)).path
+
+
+def backup_file(source: Path, dest: Path) -> dict[str, Any]:
+    """Online copy of `source` to `dest`, verified; `dest` must not exist."""
+    with reading(source):
+        pass  # a missing, foreign or newer source is refused before `dest` is created
+    result = backup_database(source, dest)
+    return {"ok": True, "source": str(source), "path": str(result.path), "sessions": result.sessions,
+            "messages": result.messages, "bytes": result.bytes}

@@ -1,0 +1,44 @@
+"""`prune`: delete ended sessions older than a cutoff with their messages, after the caller confirmed the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_state_tools.store.opening import reading, writing
+from hermes_state_tools.tables import deleting
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """What a prune would delete: ended sessions started before the cutoff, and their messages."""
+
+    older_than_days: float
+    source: str | None
+    session_ids: tuple[str, ...]
+    messages: int
+
+
+def _prune_report(plan: PrunePlan, ids: list[str] | tuple[str, ...], messages: int, dry_run: bool) -> dict[str, Any]:
+    """The prune report; `ids` are the sessions deleted (or that would be, on a dry run)."""
+    return {"ok": True, "sessions_deleted": len(ids), "messages_deleted": messages, "dry_run": dry_run,
+            "older_than_days": plan.older_than_days, "source": plan.source, "session_ids": list(ids)}
+
+
+def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
+               confirm: Callable[[PrunePlan], None] | None = None) -> dict[str, Any]:
+    """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction."""
+    with reading(path) as conn:
+        ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
+        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, list(ids)))
+    if dry_run:
+        return _prune_report(plan, plan.session_ids, plan.messages, True)
+    if confirm is not None:
+        confirm(plan)  # sees the plan before anything is deleted; raises to cancel
+    if not ids:
+        return _prune_report(plan, (), 0, False)
+    with writing(path) as (_conn, runner):
+        deleted, messages = runner.run(lambda c: deleting.prune_confirmed(c, list(ids), older_than_days, source))
+    return _prune_report(plan, deleted, messages, False)
