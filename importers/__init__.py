@@ -20,20 +20,17 @@ from pathlib import Path
 
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
 from hermes_state_tools.importers.discover import discover, file_shape
-from hermes_state_tools.importers.export_format import FORMAT, export_line
 from hermes_state_tools.importers.index import read_index
 from hermes_state_tools.importers.jsonl import read_jsonl
 from hermes_state_tools.importers.snapshot import read_snapshot
 from hermes_state_tools.importers.timestamps import parse_timestamp
 
 __all__ = [
-    "FORMAT",
     "LegacyMessage",
     "LegacyReader",
     "LegacySession",
     "Problem",
     "discover",
-    "export_line",
     "parse_timestamp",
     "read_file",
     "read_paths",

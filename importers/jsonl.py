@@ -8,9 +8,10 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.export_format import is_export_record
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.importers.build import build_session, platform_source
-from hermes_state_tools.importers.export_format import is_export_record, read_export_lines
+from hermes_state_tools.importers.export_reader import read_export_lines
 from hermes_state_tools.importers.messages import Where, normalise_message
 from hermes_state_tools.importers.text import JsonLine, iter_json_lines
 from hermes_state_tools.importers.timestamps import parse_timestamp

@@ -56,7 +56,7 @@ def test_stored_ties_without_inserts_between_them_are_left_alone(tmp_path: Path)
 
 
 def _export_lines(path: Path, links: list[tuple[str, str | None]]) -> None:
-    from hermes_state_tools.importers import export_line
+    from hermes_state_tools.core.export_format import export_line
 
     path.write_bytes(b"".join(
         export_line({"id": sid, "source": "cli", "started_at": 1.0, "parent_session_id": parent}, [], {}, [])

@@ -6,8 +6,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes_state_tools.core.export_format import FORMAT, export_line
 from hermes_state_tools.core.records import SOURCE_FROM_INDEX, LegacyMessage, LegacySession, Problem
-from hermes_state_tools.importers.export_format import FORMAT, export_line
 from hermes_state_tools.importers.jsonl import read_jsonl
 
 LEGACY = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "jsonl"

@@ -1,6 +1,6 @@
 """Streaming export: one session at a time, so memory stays flat for any database size.
 
-JSONL lines are this project's `hermes-state-export/1` records (see importers/export_format.py,
+JSONL lines are this project's `hermes-state-export/1` records (see core/export_format.py,
 which also reads them back); `json` wraps the same records in one array; `md` renders a
 transcript a person reads.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from hermes_state_tools.core import jsonutil
-from hermes_state_tools.importers.export_format import export_line
+from hermes_state_tools.core.export_format import export_line
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import extras
 from hermes_state_tools.tables.session_export import session_ids
