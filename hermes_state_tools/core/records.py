@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_state_tools.core.problems import KINDS, is_failure
+
 # How much a reader trusts the `source` it found, highest first: the gateway index
 # names the platform for certain, `session_meta` lines next, then a snapshot's own
 # `platform` field; a fallback is only used when nothing names it.
@@ -30,8 +32,15 @@ class Problem:
     kind: str
     detail: str
     # True when a record could not be stored (the import then exits 1); False for
-    # notices such as blank lines, skipped noise files and merged duplicates.
-    failure: bool = False
+    # notices such as blank lines, skipped noise files and merged duplicates. None: as the
+    # kind's entry in core/problems.py says.
+    failure: bool = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.failure is None:
+            object.__setattr__(self, "failure", is_failure(self.kind))
+        elif self.kind not in KINDS:
+            raise KeyError(f"unregistered problem kind {self.kind!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "kind": self.kind, "detail": self.detail}

@@ -1,0 +1,61 @@
+"""Every kind of import problem, in one registry: what it means and whether a record was lost.
+
+A *failure* means something the files hold was not stored (the import exits 1); a *notice*
+tells of something handled (a blank line skipped, a duplicate merged, a file decoded from a code
+page) and leaves the exit code alone. A reader may still mark one entry of a notice kind as a
+failure (a value that could not be kept at all); the registry gives the usual case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProblemKind:
+    name: str
+    failure: bool
+    meaning: str
+
+
+_KINDS = (
+    # Files and folders
+    ProblemKind("missing_path", True, "a path named on the command line does not exist"),
+    ProblemKind("unreadable_path", True, "a folder could not be listed"),
+    ProblemKind("unreadable_file", True, "a file could not be read"),
+    ProblemKind("reader_error", True, "a reader failed on a file (a bug); the file was not imported"),
+    ProblemKind("empty_file", False, "a file is empty"),
+    ProblemKind("skipped_file", False, "a file that is not a transcript (noise, temporary, dumps) was not read"),
+    ProblemKind("profile_skipped", False, "a profiles/<name>/ folder is imported into its own database"),
+    ProblemKind("nothing_found", False, "no legacy transcript files under the paths given"),
+    # Lines and records
+    ProblemKind("blank_line", False, "a blank line was skipped"),
+    ProblemKind("decoded_cp1252", False, "text that is not UTF-8 was decoded from a Windows code page"),
+    ProblemKind("invalid_json", True, "a line or file is not valid JSON; its record was not stored"),
+    ProblemKind("truncated_line", True, "the last line was cut short (a crash while writing); not stored"),
+    ProblemKind("truncated_index", True, "sessions.json was cut short; its entries were not read"),
+    ProblemKind("not_object", True, "a record is not a JSON object; not stored"),
+    ProblemKind("not_export_record", True, "a line of an export file is not an export record; not stored"),
+    ProblemKind("missing_role", True, "a message has no role; not stored"),
+    ProblemKind("missing_session_id", True, "a record names no session id; not stored"),
+    ProblemKind("wrong_type", False, "a field has the wrong JSON type; its value is kept in the extra data"),
+    ProblemKind("bad_timestamp", False, "a timestamp could not be read; the message is placed by order"),
+    ProblemKind("bad_tool_call", False, "a tool call could not be parsed; kept as text"),
+    ProblemKind("skipped_entry", False, "an index entry without a usable session was skipped"),
+    ProblemKind("session_id_mismatch", False, "a snapshot's own session_id differs from its file name"),
+    ProblemKind("duplicate_block", False, "a file repeats a whole earlier block; the repeat was not stored again"),
+    ProblemKind("lone_surrogate", False, "text held an unpaired surrogate, stored as U+FFFD"),
+    # Writing
+    ProblemKind("not_stored", True, "a session could not be written; nothing of it was stored"),
+    ProblemKind("title_renamed", False, "a title already taken got a ' #N' suffix"),
+    ProblemKind("retimed", False, "timestamps were moved to keep a session's messages in order"),
+    ProblemKind("missing_parent", False, "a parent session named by a file does not exist; the link was dropped"),
+    ProblemKind("parent_cycle", False, "parent links formed a cycle; one link was dropped"),
+)
+
+KINDS: dict[str, ProblemKind] = {kind.name: kind for kind in _KINDS}
+
+
+def is_failure(kind: str) -> bool:
+    """The registry's verdict for a kind; an unknown kind is a bug in the caller."""
+    return KINDS[kind].failure
