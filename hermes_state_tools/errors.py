@@ -32,6 +32,14 @@ class UnknownSessionError(HermesStateError, sqlite3.IntegrityError, LookupError)
     """A call named a session id that is not in the store."""
 
 
+class DamagedDatabaseError(HermesStateError):
+    """SQLite finds the file malformed or its integrity check fails; a writing command refused, nothing changed."""
+
+
+class StorageIOError(HermesStateError):
+    """The disk failed under a write (full, quota, I/O error); the transaction was rolled back, nothing half-written."""
+
+
 class UpgradeError(HermesStateError):
     """A schema upgrade step could not be applied; the database keeps the last committed version."""
 

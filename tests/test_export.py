@@ -164,7 +164,7 @@ def test_output_file_is_replaced_only_by_a_complete_export(tmp_path, home_db, mo
 
     monkeypatch.setattr(export, "jsonl_record", fail_on_second)
     result = cli("--db", home_db, "export", "-o", out)
-    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+    assert result.exit_code == 74 and len(result.stderr.splitlines()) == 1
     assert out.read_text() == "the previous export\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".all.jsonl")] == []
 

@@ -15,10 +15,12 @@ from hermes_state_tools.core.schema import SCHEMA_VERSION
 @click.group(cls=ToolGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "db", type=click.Path(path_type=Path, dir_okay=False),
               help="Database file (default: $HERMES_HOME/state.db, i.e. ~/.hermes/state.db).")
+@click.option("--debug", is_flag=True, envvar="HERMES_STATE_DEBUG",
+              help="On an internal error (exit 70), print the traceback (also HERMES_STATE_DEBUG=1).")
 @click.version_option(__version__, "--version", prog_name="hermes-state",
                       message=f"%(prog)s %(version)s (schema version {SCHEMA_VERSION})")
 @click.pass_context
-def main(ctx: click.Context, db: Path | None) -> None:
+def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
     """Maintain a Hermes Agent state.db: import legacy transcripts, upgrade, check, repair, export.
 
     \b
@@ -27,7 +29,7 @@ def main(ctx: click.Context, db: Path | None) -> None:
       hermes-state --db ./state.db import-jsonl ~/.hermes/sessions
       hermes-state upgrade --json
     """
-    ctx.obj = Settings(db.expanduser() if db is not None else default_db_path())
+    ctx.obj = Settings(db.expanduser() if db is not None else default_db_path(), debug)
 
 
 def _register() -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import os
 import sqlite3
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -12,36 +15,68 @@ from typing import Any, NoReturn
 import click
 import orjson
 
+from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.errors import (
     ConfirmationRequired,
+    DamagedDatabaseError,
     DatabaseLockedError,
     DestinationExistsError,
     HermesStateError,
     NotAHermesDatabaseError,
     SchemaTooNewError,
     SessionIdError,
+    StorageIOError,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
+EXIT_DAMAGED, EXIT_BUG, EXIT_IO = 65, 70, 74  # sysexits.h: EX_DATAERR, EX_SOFTWARE, EX_IOERR
 
 _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SchemaTooNewError, EXIT_TOO_NEW),
     (DatabaseLockedError, EXIT_LOCKED),
+    (DamagedDatabaseError, EXIT_DAMAGED),
+    (StorageIOError, EXIT_IO),
     (NotAHermesDatabaseError, EXIT_USAGE),
     (SessionIdError, EXIT_USAGE),
     (ConfirmationRequired, EXIT_USAGE),
     (DestinationExistsError, EXIT_USAGE),
     (HermesStateError, EXIT_PROBLEMS),
-    (sqlite3.DatabaseError, EXIT_USAGE),  # corrupt or unreadable file
-    (OSError, EXIT_USAGE),
 ]
 
+# SQLite's primary result codes, as the file or the disk under it fails.
+_SQLITE_DAMAGED = {sqlite3.SQLITE_CORRUPT}
+_SQLITE_NOT_A_DATABASE = {sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
+                          sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH}
+_SQLITE_IO = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR}
+_OS_IO = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG}
 
-def exit_code_for(exc: BaseException) -> int | None:
+
+def exit_code_for(exc: BaseException) -> int:
+    """The contract's exit code for an exception: the expected ones by kind, anything else is a bug (70)."""
     for kind, code in _EXIT_CODES:
         if isinstance(exc, kind):
             return code
-    return None
+    if isinstance(exc, sqlite3.Error):
+        primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if primary in _SQLITE_DAMAGED:
+            return EXIT_DAMAGED
+        if primary in _SQLITE_IO:
+            return EXIT_IO
+        if primary in _SQLITE_NOT_A_DATABASE:
+            return EXIT_USAGE
+        if is_lock_error(exc):
+            return EXIT_LOCKED
+        return EXIT_BUG
+    if isinstance(exc, OSError):
+        return EXIT_IO if exc.errno in _OS_IO else EXIT_USAGE
+    return EXIT_BUG
+
+
+def debug_enabled() -> bool:
+    """--debug, or HERMES_STATE_DEBUG=1: show the traceback of an unexpected error."""
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(Settings) if ctx else None
+    return bool(state and state.debug) or os.environ.get("HERMES_STATE_DEBUG", "") not in ("", "0")
 
 
 def error_line(exc: BaseException, db_path: Path | None) -> str:
@@ -55,8 +90,9 @@ def error_line(exc: BaseException, db_path: Path | None) -> str:
 class Settings:
     """Per-invocation state the group options set and the commands read."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, debug: bool = False) -> None:
         self.db = db
+        self.debug = debug
         self.as_json = False
         self.progress = True
 
@@ -133,12 +169,18 @@ class ToolGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (HermesStateError, sqlite3.Error, OSError) as exc:
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
             code = exit_code_for(exc)
-            if code is None:
-                raise
             state = ctx.find_object(Settings)
-            emit_failure(error_line(exc, state.db if state else None))
+            line = error_line(exc, state.db if state else None)
+            if code == EXIT_BUG:
+                line = (f"internal error, a bug in hermes-state ({type(exc).__name__}: {line}); "
+                        "nothing was half-written; re-run with --debug to see the traceback")
+            if debug_enabled():
+                traceback.print_exception(exc, file=sys.stderr)
+            emit_failure(line)
             ctx.exit(code)
 
 
