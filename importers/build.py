@@ -16,6 +16,15 @@ def platform_source(value: Any) -> str | None:
     return "cli" if value == "local" else value
 
 
+def usable_id(session_id: str) -> bool:
+    """Whether a file name's id can be a session id: `session_.json` gives "", `.jsonl` gives ".jsonl"."""
+    return bool(session_id.strip()) and not session_id.startswith(".")
+
+
+def no_id_problem(file: str) -> Problem:
+    return Problem(file, None, "no_session_id", "the file name gives no session id and the file names none; not read")
+
+
 def build_session(
     session_id: str,
     file: str,

@@ -56,17 +56,35 @@ def _walk(path: Path) -> Iterator[Found | Problem]:
         yield Problem(str(path), None, "missing_path", "no such file or folder", True)
     elif not path.is_dir():
         yield from _file(path, path.is_file())
-    elif (path / "sessions").is_dir() or (path / "logs").is_dir():
-        yield from _home(path)
     else:
-        yield from _folder(path)
+        yield from _any_folder(path, set(), nested=False)
 
 
-def _home(home: Path) -> Iterator[Found | Problem]:
-    """Yield a HERMES_HOME's sessions/, sessions/saved/ and logs/ files; name each profile it skips."""
-    for folder in (home / "sessions", home / "logs"):
-        if folder.is_dir():
-            yield from _folder(folder)
+def is_home(path: Path) -> bool:
+    """A HERMES_HOME: it has sessions/ or logs/, or the February 2026 installer's hermes-agent/logs/."""
+    return any((path / sub).is_dir() for sub in HOME_FOLDERS)
+
+
+# Where a HERMES_HOME keeps transcripts: in February 2026 the installer put the code in
+# hermes-agent/ and the agent wrote its logs beside it, in hermes-agent/logs/.
+HOME_FOLDERS = ("sessions", "logs", "hermes-agent/logs")
+
+
+def _any_folder(folder: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem]:
+    yield from (_home(folder, seen, nested) if is_home(folder) else _folder(folder, seen))
+
+
+def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem]:
+    """Yield a HERMES_HOME's transcript folders (walked whole); name each profile it skips."""
+    for sub in HOME_FOLDERS:
+        if (home / sub).is_dir():
+            yield from _folder(home / sub, seen)
+    if nested and (home / "state.db").is_file():
+        # A home found inside a folder the user named (a copy of another machine's ~/.hermes).
+        db = shlex.quote(str(home / "state.db"))
+        detail = ("a state.db of another Hermes home, not read by import-jsonl; "
+                  f"bring it in with: hermes-state merge {db}")
+        yield Problem(str(home / "state.db"), None, "skipped_file", detail)
     profiles = home / "profiles"
     if not profiles.is_dir():
         return
@@ -87,8 +105,9 @@ def _unreadable(folder: Path, exc: OSError) -> Problem:
     return Problem(str(folder), None, "unreadable_path", f"cannot list the folder ({exc.strerror})", True)
 
 
-def _folder(folder: Path) -> Iterator[Found | Problem]:
-    """Yield the files of a sessions (or logs) folder and of its saved/ subfolder."""
+def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
+    """Yield the files of a folder and of every folder below it (each real folder once: links can loop);
+    a folder with no transcript anywhere below is reported once, not each file in it."""
     try:
         with os.scandir(folder) as listing:  # the entries know their type: no stat per file
             entries = sorted(listing, key=lambda entry: entry.name)
@@ -96,12 +115,18 @@ def _folder(folder: Path) -> Iterator[Found | Problem]:
     except OSError as exc:
         yield _unreadable(folder, exc)
         return
+    if real in seen:
+        return
+    seen.add(real)
     for entry in entries:
         path = folder / entry.name
-        if entry.is_dir() and entry.name == "saved":
-            yield from _folder(path)
-        elif entry.is_dir():
-            yield Problem(str(path), None, "skipped_file", "a folder that holds no transcripts; not read")
+        if entry.is_dir():
+            empty = True
+            for item in _any_folder(path, seen, nested=True):
+                empty = False
+                yield item
+            if empty:
+                yield Problem(str(path), None, "skipped_file", "an empty folder (or one read already); not read")
         else:
             yield from _file(path, entry.is_file(), None if entry.is_symlink() else real / entry.name)
 

@@ -1,5 +1,10 @@
-"""Reading this project's own export lines (`hermes-state-export/1`, see core/export_format.py) back
-into LegacySession records, every column restored."""
+"""Reading export lines back into LegacySession records, every column restored: this project's own
+(`hermes-state-export/1`, see core/export_format.py) and Hermes' own `hermes sessions export`.
+
+Hermes writes one `SessionDB.export_session` per line: the `sessions` row's columns with a
+`messages` list of full `messages` rows (`id`, `session_id`, `role`, `content`, ...), no
+`format` key and no extra data. Such a line is read as the same record in our shape.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +20,29 @@ from hermes_state_tools.core.records import (
     LegacySession,
     Problem,
 )
-from hermes_state_tools.core.schema import SESSIONS_COLUMNS
+from hermes_state_tools.core.schema import MESSAGES_COLUMNS, SESSIONS_COLUMNS
 from hermes_state_tools.importers.messages import Where, normalise_message
 from hermes_state_tools.importers.text import JsonLine
+
+
+def is_hermes_export(value: Any) -> bool:
+    """Tell whether a parsed line is one session of Hermes' own `hermes sessions export`."""
+    return (isinstance(value, dict) and isinstance(value.get("id"), str) and isinstance(value.get("messages"), list)
+            and "role" not in value and "format" not in value and "source" in value)
+
+
+def as_export_record(value: dict[str, Any]) -> dict[str, Any]:
+    """A Hermes export line in this project's export shape: message ids dropped (they are the other
+    database's), columns this schema lacks (a newer Hermes) kept as extra data."""
+    session = {k: v for k, v in value.items() if k != "messages"}
+    extra = {k: session.pop(k) for k in list(session) if k != "id" and k not in _COLUMN_TYPES}
+    messages = []
+    for row in value["messages"]:
+        if isinstance(row, dict):
+            row = {k: v for k, v in row.items() if k not in ("id", "session_id")}
+            row["extra"] = {k: row.pop(k) for k in list(row) if k not in _MESSAGE_KEYS}
+        messages.append(row)
+    return {"format": FORMAT, "session": session, "extra": extra, "messages": messages}
 
 
 def read_export_lines(
@@ -34,6 +59,8 @@ def read_export_lines(
 def _read_record(item: JsonLine, file: str, tz: tzinfo | None) -> Iterator[LegacySession | Problem]:
     """Yield the session one export line holds, or the failure that stops it."""
     value = item.value
+    if is_hermes_export(value):
+        value = as_export_record(value)
     if not is_export_record(value):
         yield Problem(file, item.number, "not_export_record", f"line is not a {FORMAT} session", True)
         return
@@ -67,6 +94,7 @@ def _read_record(item: JsonLine, file: str, tz: tzinfo | None) -> Iterator[Legac
 # may carry anything, and a value SQLite cannot bind must not stop the import of the others.
 _COLUMN_TYPES = {column.name: column.decl.split()[0] for column in SESSIONS_COLUMNS}
 _INT64 = 2**63
+_MESSAGE_KEYS = {column.name for column in MESSAGES_COLUMNS}
 
 
 def _fits_column(key: str, value: Any) -> bool:

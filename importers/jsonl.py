@@ -10,8 +10,8 @@ from typing import Any
 
 from hermes_state_tools.core.export_format import is_export_record
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
-from hermes_state_tools.importers.build import build_session, platform_source
-from hermes_state_tools.importers.export_reader import read_export_lines
+from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
+from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
 from hermes_state_tools.importers.messages import Where, normalise_message
 from hermes_state_tools.importers.text import JsonLine, iter_json_lines
 from hermes_state_tools.importers.timestamps import parse_timestamp
@@ -23,7 +23,11 @@ def read_jsonl(
     path: Path, file: str, tz: tzinfo | None = None, fallback_source: str | None = None
 ) -> Iterator[LegacySession | Problem]:
     """Yield the problems of a JSONL file, then its session (or the sessions of an export file)."""
+    transcript_id = path.stem
     if path.stat().st_size == 0:
+        if not usable_id(transcript_id):
+            yield no_id_problem(file)
+            return
         yield Problem(file, None, "empty_file", "file is empty (0 bytes)")
         yield from _session(path.stem, file, [], {}, fallback_source)
         return
@@ -34,10 +38,11 @@ def read_jsonl(
         if isinstance(item, JsonLine):
             break
     stream = itertools.chain(head, items)
-    if head and isinstance(head[-1], JsonLine) and is_export_record(head[-1].value):
+    first = head[-1].value if head and isinstance(head[-1], JsonLine) else None
+    if is_export_record(first) or is_hermes_export(first):
         yield from read_export_lines(stream, file, tz)
     else:
-        yield from _read_transcript(stream, path.stem, file, tz, fallback_source)
+        yield from _read_transcript(stream, transcript_id, file, tz, fallback_source)
 
 
 def _read_transcript(
@@ -58,6 +63,9 @@ def _read_transcript(
             yield from problems
             if message is not None:
                 messages.append(message)
+    if not usable_id(session_id):
+        yield no_id_problem(file)
+        return
     yield from _session(session_id, file, messages, meta, fallback, extra, tz)
 
 
@@ -85,7 +93,8 @@ def _session(
     for key, value in meta.items():
         started = parse_timestamp(value, tz) if key == "timestamp" else None
         if key == "model" and isinstance(value, str):
-            fields["model"] = value
+            if value.strip():  # eras before April 2026 wrote "model": "": no value, the next source wins
+                fields["model"] = value
         elif started is not None:
             fields["started_at"] = started
         elif key != "platform" or platform_source(value) is None:

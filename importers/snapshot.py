@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.records import SOURCE_FROM_SNAPSHOT, LegacyMessage, LegacySession, Problem
-from hermes_state_tools.importers.build import build_session, platform_source
+from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
 from hermes_state_tools.importers.messages import Where, normalise_message
 from hermes_state_tools.importers.sharegpt import convert_conversations
 from hermes_state_tools.importers.text import read_document
@@ -33,6 +34,9 @@ def read_snapshot(
         return
     session_id, kind, extra, problems = _identity(path, file, value)
     yield from problems
+    if not usable_id(session_id):
+        yield no_id_problem(file)
+        return
     key = "conversations" if kind == "sharegpt" else "messages"
     records = value.get(key)
     if not isinstance(records, list):
@@ -60,11 +64,26 @@ def _identity(path: Path, file: str, value: dict[str, Any]) -> tuple[str, str, d
         return "saved_" + path.stem.removeprefix(SAVE_PREFIX), "save", {}, []
     session_id = path.stem.removeprefix("session_")
     kind = "sharegpt" if "conversations" in value and "messages" not in value else "snapshot"
+    if not usable_id(session_id) and isinstance(inner, str) and usable_id(inner):
+        return inner, kind, {}, []  # `session_.json`: the id inside is the only one there is
     if inner is None or inner == session_id:
         return session_id, kind, {}, []
     detail = f"the file name says {session_id!r}, the file says {inner!r}; the file name's id is used"
     problem = Problem(file, None, "session_id_mismatch", detail)
     return session_id, kind, {"snapshot_session_id": inner}, [problem]
+
+
+_SAVED_NAME = re.compile(r"hermes_conversation_(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})\.json$")
+
+
+def _saved_at(file: str, tz: tzinfo | None) -> float | None:
+    """When a /save file without session_start was written: the TUI wrote only {model, messages},
+    under a name holding its local date and time (hermes_conversation_%Y%m%d_%H%M%S.json)."""
+    found = _SAVED_NAME.search(file)
+    if found is None:
+        return None
+    year, month, day, hour, minute, second = found.groups()
+    return parse_timestamp(f"{year}-{month}-{day}T{hour}:{minute}:{second}", tz)
 
 
 def _messages(records: list[Any], file: str, tz: tzinfo | None) -> tuple[list[LegacyMessage], list[Problem]]:
@@ -93,11 +112,15 @@ def _session(
     fields: dict[str, Any] = {}
     for key in ("model", "system_prompt"):
         if isinstance(header.get(key), str):
-            fields[key] = header.pop(key)
+            value = header.pop(key)
+            if value.strip():  # "" (an unknown model, `system_prompt or ""`) is no value
+                fields[key] = value
     started = parse_timestamp(header.get("session_start"), tz)
+    if started is None and kind == "save" and "session_start" not in header:
+        started = _saved_at(file, tz)
     if started is not None:
         fields["started_at"] = started
-        del header["session_start"]
+        header.pop("session_start", None)
     elif header.get("session_start") is not None:
         detail = f"session_start {header['session_start']!r:.80} is not a time; kept in the session's extra"
         yield Problem(file, None, "bad_timestamp", detail)

@@ -1,8 +1,10 @@
-"""Read legacy files as bytes: split lines, fall back from UTF-8 to cp1252, parse JSON, report what failed."""
+"""Read legacy files as bytes: split lines, fall back from UTF-8 to the file's code page, parse JSON, report
+what failed. The code page is chosen once per file from all its non-UTF-8 text (codepages.py)."""
 
 from __future__ import annotations
 
 import json
+from codecs import getincrementaldecoder
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,7 @@ import orjson
 
 from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import Problem
+from hermes_state_tools.importers.codepages import Choice, choose
 
 BOM = b"\xef\xbb\xbf"
 
@@ -40,9 +43,9 @@ class JsonError(ValueError):
         self.codec = codec
 
 
-def decode(raw: bytes) -> tuple[str, str]:
-    """Decode bytes as UTF-8, else cp1252, else latin-1 (never fails); return the text and the codec."""
-    for codec in ("utf-8", "cp1252"):
+def decode(raw: bytes, page: str = "cp1252") -> tuple[str, str]:
+    """Decode bytes as UTF-8, else the code page, else latin-1 (never fails); return the text and the codec."""
+    for codec in ("utf-8", page):
         try:
             return raw.decode(codec), codec
         except UnicodeDecodeError:
@@ -50,8 +53,9 @@ def decode(raw: bytes) -> tuple[str, str]:
     return raw.decode("latin-1"), "latin-1"
 
 
-def parse_json(raw: bytes) -> tuple[Any, str]:
-    """Parse JSON bytes (BOM already stripped); return the value and the codec used, or raise JsonError."""
+def parse_json(raw: bytes, page: str = "cp1252") -> tuple[Any, str]:
+    """Parse JSON bytes (BOM already stripped), text that is not UTF-8 read in the file's code page;
+    return the value and the codec used, or raise JsonError."""
     first: Exception | None = None
     try:
         value = orjson.loads(raw)
@@ -59,7 +63,7 @@ def parse_json(raw: bytes) -> tuple[Any, str]:
             return value, "utf-8"
     except orjson.JSONDecodeError as exc:
         first = exc
-    text, codec = decode(raw)
+    text, codec = decode(raw, page)
     try:
         # The stdlib parser also takes what Python's json.dumps wrote and orjson refuses
         # (NaN/Infinity, lone surrogate escapes, integers wider than 64 bits) and, with
@@ -74,20 +78,22 @@ def iter_json_lines(path: Path, file: str) -> Iterator[JsonLine | Problem]:
     codecs: dict[str, list[int]] = {}
     pending: tuple[int, bytes] | None = None
     blanks: list[Problem] = []
+    choice = _file_code_page(path)
+    page = choice.codec if choice else "cp1252"
     with path.open("rb") as handle:
         for number, raw in _split_lines(handle):
             if not raw.strip():
                 blanks.append(Problem(file, number, "blank_line", "blank line skipped"))
                 continue
             if pending is not None:
-                yield _parse_line(file, *pending, codecs, last=False)
+                yield _parse_line(file, *pending, codecs, page, last=False)
             yield from blanks
             blanks.clear()
             pending = (number, raw)
     if pending is not None:
-        yield _parse_line(file, *pending, codecs, last=True)
+        yield _parse_line(file, *pending, codecs, page, last=True)
     yield from blanks
-    decoding = decoding_problem(file, codecs)
+    decoding = decoding_problem(file, codecs, choice)
     if decoding is not None:
         yield decoding
 
@@ -101,11 +107,11 @@ def _split_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
 
 
 def _parse_line(
-    file: str, number: int, raw: bytes, codecs: dict[str, list[int]], last: bool
+    file: str, number: int, raw: bytes, codecs: dict[str, list[int]], page: str, last: bool
 ) -> JsonLine | Problem:
     """Parse one non-blank line; a failure on the last line means the writer died mid-line."""
     try:
-        value, codec = parse_json(raw)
+        value, codec = parse_json(raw, page)
     except JsonError as exc:
         codec, value = exc.codec, exc
     if codec != "utf-8":
@@ -123,14 +129,47 @@ def _preview(raw: bytes) -> str:
     return repr(text + ("..." if len(raw) > 60 else ""))
 
 
-def decoding_problem(file: str, codecs: dict[str, list[int]]) -> Problem | None:
+def _file_code_page(path: Path) -> Choice | None:
+    """The code page of a file's non-UTF-8 lines, chosen from all of them; None when it is all UTF-8."""
+    with path.open("rb") as handle:
+        checker = getincrementaldecoder("utf-8")()
+        try:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                checker.decode(block)
+            checker.decode(b"", final=True)
+            return None
+        except UnicodeDecodeError:
+            pass
+        handle.seek(0)
+        return choose(line for _, line in _split_lines(handle) if not _is_utf8(line))
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _evidence_note(choice: Choice | None) -> str:
+    if choice is None:
+        return ""
+    note = f"; {choice.codec} chosen from the file's text"
+    if choice.runner_up:
+        note += f" ({choice.runner_up} would read it differently and nearly as well: check these lines)"
+    return note
+
+
+def decoding_problem(file: str, codecs: dict[str, list[int]], choice: Choice | None = None) -> Problem | None:
     """Return one notice for the lines of a file that were not UTF-8, or None when all were."""
     if not codecs:
         return None
     numbers = sorted(n for lines in codecs.values() for n in lines)
     counts = ", ".join(f"{len(lines)} as {codec}" for codec, lines in sorted(codecs.items()))
     shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
-    detail = f"{len(numbers)} line(s) were not UTF-8 and were decoded ({counts}): lines {shown}"
+    detail = (f"{len(numbers)} line(s) were not UTF-8 and were decoded ({counts}){_evidence_note(choice)}: "
+              f"lines {shown}")
     return Problem(file, numbers[0], "decoded_cp1252", detail)
 
 
@@ -139,12 +178,13 @@ def read_document(path: Path, file: str) -> Document:
     raw = path.read_bytes().removeprefix(BOM)
     if not raw.strip():
         return Document(None, "empty", (Problem(file, None, "empty_file", "file is empty"),))
+    choice = None if _is_utf8(raw) else choose([raw])
     try:
-        value, codec = parse_json(raw)
+        value, codec = parse_json(raw, choice.codec if choice else "cp1252")
     except JsonError as exc:
         problem = Problem(file, None, "invalid_json", f"file is not valid JSON ({exc})", True)
         return Document(None, "invalid", (problem,))
     if codec == "utf-8":
         return Document(value, "ok")
-    detail = f"file is not UTF-8; decoded as {codec}"
+    detail = f"file is not UTF-8; decoded as {codec}{_evidence_note(choice)}"
     return Document(value, "ok", (Problem(file, None, "decoded_cp1252", detail),))

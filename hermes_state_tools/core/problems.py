@@ -38,6 +38,8 @@ _KINDS = (
     ProblemKind("not_export_record", True, "a line of an export file is not an export record; not stored"),
     ProblemKind("missing_role", True, "a message has no role; not stored"),
     ProblemKind("missing_session_id", True, "a record names no session id; not stored"),
+    ProblemKind("no_session_id", True, "a file's name gives no session id (session_.json, .jsonl) and the file "
+                "names none; not stored"),
     ProblemKind("wrong_type", False, "a field has the wrong JSON type; its value is kept in the extra data"),
     ProblemKind("bad_timestamp", False, "a timestamp could not be read; the message is placed by order"),
     ProblemKind("bad_tool_call", False, "a tool call could not be parsed; kept as text"),

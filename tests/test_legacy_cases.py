@@ -1,0 +1,33 @@
+"""The legacy-format cases of issue 9 (files as Hermes' own writer code wrote them), end to end
+through the CLI: first run, re-run adds nothing, reports and SQL checked (tests/legacy_cases.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.legacy_case_runner import cli_command, run_case
+from tests.legacy_cases import build_all
+
+CASES = [
+    "bad_file_names", "cleaned_snapshot_text", "code_pages", "compression_child_under_parent_name",
+    "dry_run_names", "empty_model", "enrichment_messages_enriched", "flattened_images", "hermes_agent_logs",
+    "hermes_sessions_export", "inflated_snapshots", "integer_overflow", "merge_other_db", "nested_folders",
+    "report_grouping", "save_without_session_start", "session_meta_rows_foreign_role", "unpaired_surrogates",
+]
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("legacy-cases")
+    assert build_all(root) == CASES
+    return root
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case(cases: Path, name: str) -> None:
+    cli, env = cli_command()
+    result = run_case(cases / name, cli, env, verbose=False)
+    errors = [f"[{step['step']}] {error}" for step in result["steps"] for error in step["errors"]]
+    assert not errors, "\n".join(errors)
