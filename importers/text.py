@@ -4,6 +4,7 @@ what failed. The code page is chosen once per file from all its non-UTF-8 text (
 from __future__ import annotations
 
 import json
+import re
 from codecs import getincrementaldecoder
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -86,12 +87,12 @@ def iter_json_lines(path: Path, file: str) -> Iterator[JsonLine | Problem]:
                 blanks.append(Problem(file, number, "blank_line", "blank line skipped"))
                 continue
             if pending is not None:
-                yield _parse_line(file, *pending, codecs, page, last=False)
+                yield from _parsed_line(file, *pending, codecs, page, last=False)
             yield from blanks
             blanks.clear()
             pending = (number, raw)
     if pending is not None:
-        yield _parse_line(file, *pending, codecs, page, last=True)
+        yield from _parsed_line(file, *pending, codecs, page, last=True)
     yield from blanks
     decoding = decoding_problem(file, codecs, choice)
     if decoding is not None:
@@ -104,6 +105,32 @@ def _split_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
         line = raw.removesuffix(b"\n").removesuffix(b"\r")
         # A BOM can also open a later line where files were concatenated.
         yield number, line.removeprefix(BOM)
+
+
+def _parsed_line(
+    file: str, number: int, raw: bytes, codecs: dict[str, list[int]], page: str, last: bool
+) -> Iterator[JsonLine | Problem]:
+    """The line's JsonLine or Problem, and a notice when its text holds a lone surrogate."""
+    parsed = _parse_line(file, number, raw, codecs, page, last)
+    yield parsed
+    if isinstance(parsed, JsonLine) and b"\\u" in raw and lone_surrogates(raw):
+        yield surrogate_problem(file, number, lone_surrogates(raw))
+
+
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or one of those not preceded by the first.
+_LONE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                   rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogates(raw: bytes) -> list[int]:
+    """Offsets of the unpaired surrogate escapes in JSON text (json.dumps writes a cut emoji so)."""
+    return [found.start() for found in _LONE.finditer(raw)]
+
+
+def surrogate_problem(file: str, line: int | None, offsets: list[int]) -> Problem:
+    detail = (f"{len(offsets)} unpaired UTF-16 surrogate(s) (half an emoji, cut by the writer), which UTF-8 "
+              "cannot store; stored as U+FFFD")
+    return Problem(file, line, "lone_surrogate", detail)
 
 
 def _parse_line(
@@ -184,7 +211,10 @@ def read_document(path: Path, file: str) -> Document:
     except JsonError as exc:
         problem = Problem(file, None, "invalid_json", f"file is not valid JSON ({exc})", True)
         return Document(None, "invalid", (problem,))
+    problems: tuple[Problem, ...] = ()
+    if b"\\u" in raw and (offsets := lone_surrogates(raw)):
+        problems = (surrogate_problem(file, raw.count(b"\n", 0, offsets[0]) + 1, offsets),)
     if codec == "utf-8":
-        return Document(value, "ok")
+        return Document(value, "ok", problems)
     detail = f"file is not UTF-8; decoded as {codec}{_evidence_note(choice)}"
-    return Document(value, "ok", (Problem(file, None, "decoded_cp1252", detail),))
+    return Document(value, "ok", (Problem(file, None, "decoded_cp1252", detail), *problems))

@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """Run one legacy-format case (built by tests/legacy_cases.py) against this checkout's CLI.
 
 Each case: a fresh temp folder, the case's state.db / other.db copied in (never used in place), then

@@ -1,3 +1,4 @@
+# ruff: noqa: E501, RUF005, B905  (case tables read best one record a line)
 """Legacy-format cases of issue 9, built in a folder: <case>/{home/, state.db?, other.db?, expected.json}.
 
 Every file is written the way Hermes' own writer code wrote it (see /tmp/h9/NOTES.md for the

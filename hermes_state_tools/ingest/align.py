@@ -4,10 +4,21 @@ Snapshots carry no timestamps and one gateway turn shares one, so copies are mat
 what the messages say. A tool result is identified by its tool_call_id (snapshots cut
 long tool output short), an assistant tool call by the calls' names and arguments
 (ShareGPT logs invent call ids), everything else by role and text.
+
+The text compared is what every copy Hermes wrote agrees on, not the text stored:
+- a list of parts is compared as the text the gateway wrote into state.db for it
+  (`_durable_content`: text parts, and "[screenshot]" for each image, joined by newlines);
+- assistant text as the snapshot writer cleaned it (`_clean_session_content`, from March
+  2026: <REASONING_SCRATCHPAD> tags became <think>, newline runs touching a think tag were
+  squeezed, the text stripped), whichever copy it comes from (the cleaning is idempotent);
+- a lone UTF-16 surrogate as the U+FFFD it is stored as.
+Long texts are compared by a digest, so the keys of a big session never hold its text twice.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import Any
@@ -17,6 +28,49 @@ import orjson
 from hermes_state_tools.core import jsonutil
 
 Key = tuple[Any, ...]
+
+
+_IMAGE_PART_TYPES = {"image", "image_url", "input_image"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BEFORE_THINK = re.compile(r"\n+(<think>)")
+_AFTER_THINK = re.compile(r"(</think>)\n+")
+_DIGEST_FROM = 64  # characters: shorter texts are their own key
+
+
+def durable_text(parts: list[Any]) -> str | None:
+    """The text the gateway stored for a list of parts (agent/session_persistence.py)."""
+    texts = [str(p.get("text", "")) if p.get("type") == "text" else "[screenshot]" for p in parts
+             if isinstance(p, dict) and (p.get("type") == "text" or p.get("type") in _IMAGE_PART_TYPES)]
+    return "\n".join(texts) if texts else None
+
+
+def cleaned_text(text: str) -> str:
+    """Assistant text as the snapshot writer saved it (run_agent.py _clean_session_content)."""
+    if "<REASONING_SCRATCHPAD>" in text:
+        text = text.replace("<REASONING_SCRATCHPAD>", "<think>").replace("</REASONING_SCRATCHPAD>", "</think>")
+    if "think>" in text:
+        text = _AFTER_THINK.sub(r"\1\n", _BEFORE_THINK.sub(r"\n\1", text))
+    return text
+
+
+def _text_key(text: str) -> str | bytes:
+    text = text.strip()
+    if len(text) < _DIGEST_FROM:
+        return _SURROGATE.sub("\ufffd", text)
+    encoded = text.encode("utf-8", "surrogatepass")
+    if b"\xed" in encoded:  # only a surrogate (or U+D000-U+DFFF Hangul) encodes with a 0xED lead byte here
+        encoded = _SURROGATE.sub("\ufffd", text).encode("utf-8")
+    return hashlib.blake2b(encoded, digest_size=16).digest()
+
+
+def content_key(role: str, content: Any) -> str | bytes:
+    """What two copies of a message's content agree on (see the module's notes)."""
+    content = jsonutil.decode_content(content)
+    if isinstance(content, list):
+        content = durable_text(content)
+    if not isinstance(content, str):
+        return _canonical(content)
+    return _text_key(cleaned_text(content) if role == "assistant" else content)
 
 
 def _canonical(value: Any) -> str:
@@ -50,7 +104,7 @@ def message_key(role: str, content: Any, tool_call_id: str | None, tool_calls: A
         tool_calls = jsonutil.loads_or_raw(tool_calls)
     if isinstance(tool_calls, list) and tool_calls:
         calls = tuple(_call_signature(call) for call in tool_calls)
-    return (role, _canonical(jsonutil.decode_content(content)), calls)
+    return (role, content_key(role, content), calls)
 
 
 def align(existing: Sequence[Key], incoming: Sequence[Key]) -> list[int | None]:
