@@ -114,6 +114,11 @@ PLANTS: dict[str, tuple[Callable[[Path], None], set[tuple[str, tuple[str, ...]]]
     "duplicate_title": (_sql("DROP INDEX idx_sessions_title_unique",
                              "UPDATE sessions SET title = 'Alpha' WHERE id IN ('gamma', 'delta')"),
                         {("duplicate_title", ("alpha", "gamma", "delta")), ("missing_index", ())}),
+    # The February 2026 gateway's session_meta lines, written into messages too.
+    "foreign_role": (_sql("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('gamma', "
+                          f"'session_meta', '{{\"model\": \"meta/model\", \"platform\": \"telegram\"}}', {T0 + 1})",
+                          "UPDATE sessions SET message_count = message_count + 1 WHERE id = 'gamma'"),
+                     {("foreign_role", ("gamma",))}),
     "version_row_missing": (_sql("DELETE FROM schema_version"), {("schema_version", ())}),
     "version_table_missing": (_sql("DROP TABLE schema_version"), {("schema_version", ())}),
     "version_behind_columns": (_sql("UPDATE schema_version SET version = 5"), {("schema_version", ())}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -27,7 +28,8 @@ def test_repair_fixes_each_kind_reports_it_and_loses_nothing(tmp_path, name):
     assert all(c.action and c.detail for c in report.changes)
     assert check_file(path) == []
     placeholders = 1 if name == "foreign_key" else 0
-    assert counts(path) == (sessions_before + placeholders, messages_before)
+    moved = 1 if name == "foreign_role" else 0  # into the session's extra data (test_foreign_rows_...)
+    assert counts(path) == (sessions_before + placeholders, messages_before - moved)
 
 
 @pytest.mark.parametrize("name", FIXABLE)
@@ -152,3 +154,20 @@ def test_cli_reports_the_contract_keys_and_exit_codes(tmp_path):
     damaged = planted(tmp_path / "damaged", "integrity")
     code, doc = cli_json("--db", damaged, "repair", "--dry-run")
     assert (code, doc["ok"], [p["kind"] for p in doc["unfixed"]]) == (1, False, ["integrity"])
+
+
+def test_foreign_rows_move_to_extra_data_whole_and_fill_null_fields(tmp_path):
+    path = planted(tmp_path, "foreign_role")
+    raw(path, "UPDATE sessions SET model = NULL WHERE id = 'gamma'")
+    [change] = [c for c in repair_file(path).changes if c.kind == "foreign_role"]
+    assert (change.action, change.session_ids) == ("moved_to_extra", ("gamma",))
+    conn = sqlite3.connect(str(path))
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM messages WHERE role = 'session_meta'").fetchone()[0] == 0
+        assert conn.execute("SELECT model FROM sessions WHERE id = 'gamma'").fetchone()[0] == "meta/model"
+        data = json.loads(conn.execute("SELECT data FROM hst_session_extra WHERE session_id = 'gamma'").fetchone()[0])
+    finally:
+        conn.close()
+    [row] = data["foreign_rows"]
+    assert (row["role"], row["session_id"], json.loads(row["content"])["platform"]) == (
+        "session_meta", "gamma", "telegram")

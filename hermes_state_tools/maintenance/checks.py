@@ -24,12 +24,12 @@ from hermes_state_tools.core.schema import (
 )
 from hermes_state_tools.maintenance import fts_agreement
 from hermes_state_tools.store.opening import reading
-from hermes_state_tools.tables import counters, lineage, titles
+from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
 KINDS = (
     "integrity", "foreign_key", "fts_out_of_sync", "missing_trigger", "missing_index", "lineage_cycle",
-    "missing_parent", "counter_mismatch", "duplicate_title", "schema_version",
+    "missing_parent", "counter_mismatch", "duplicate_title", "schema_version", "foreign_role",
 )
 _INTEGRITY_MAX_ERRORS = 100
 _SAMPLE = 5
@@ -171,6 +171,17 @@ def schema_version(conn: sqlite3.Connection) -> Iterator[Finding]:
                                         f"current is {SCHEMA_VERSION}")
 
 
+def foreign_roles(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """Rows in `messages` whose role is no message role (the February 2026 gateway's session_meta rows)."""
+    found = foreign_rows.sessions_with_foreign_rows(conn)
+    if found:
+        total = sum(count for _, count in found)
+        ids = tuple(sid for sid, _ in found)
+        yield Finding("foreign_role", f"{total} rows in messages are no message (role not one of "
+                                      f"{', '.join(foreign_rows.MESSAGE_ROLES)}) in {len(found)} sessions: "
+                                      f"{_sample(ids)}; replaying them sends them to the API", ids)
+
+
 Check = Callable[[sqlite3.Connection], Iterator[Finding]]
 
 
@@ -179,6 +190,7 @@ def all_checks(quick: bool = False) -> tuple[Check, ...]:
     return (
         partial(integrity, quick=quick), foreign_keys, partial(fts_sync, quick=quick), missing_triggers,
         missing_indexes, lineage_cycles, missing_parents, counter_mismatches, duplicate_titles, schema_version,
+        foreign_roles,
     )
 
 

@@ -18,7 +18,7 @@ from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.opening import writing
-from hermes_state_tools.tables import counters, fts, lineage, titles
+from hermes_state_tools.tables import counters, foreign_rows, fts, lineage, titles
 from hermes_state_tools.upgrade import steps
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -168,6 +168,15 @@ def recount_counters(run: _Run) -> None:
                                   (session_id,), old, new))
 
 
+def move_foreign_rows(run: _Run) -> None:
+    """Rows that are no message move into their session's extra data (every column kept)."""
+    found = foreign_rows.sessions_with_foreign_rows(run.conn)
+    for session_id, count in foreign_rows.move_foreign_rows(run.conn, [sid for sid, _ in found]).items():
+        run.changes.append(Change("foreign_role", "moved_to_extra",
+                                  f"session {session_id}: {count} row(s) that are no message moved to its extra data "
+                                  f"({foreign_rows.EXTRA_KEY!r})", (session_id,), count, 0))
+
+
 Fix = Callable[[_Run], None]
 
 # Finding kind -> its fix. Fixes run in this order, each at most once: sessions are recovered and
@@ -176,6 +185,7 @@ FIXES: dict[str, Fix] = {
     "foreign_key": recover_orphan_messages,
     "missing_parent": clear_missing_parents,
     "lineage_cycle": break_cycles,
+    "foreign_role": move_foreign_rows,
     "duplicate_title": rename_duplicate_titles,
     "missing_index": restore_structure,
     "missing_trigger": restore_structure,
