@@ -113,8 +113,8 @@ def _parsed_line(
     """The line's JsonLine or Problem, and a notice when its text holds a lone surrogate."""
     parsed = _parse_line(file, number, raw, codecs, page, last)
     yield parsed
-    if isinstance(parsed, JsonLine) and b"\\u" in raw and lone_surrogates(raw):
-        yield surrogate_problem(file, number, lone_surrogates(raw))
+    if isinstance(parsed, JsonLine) and b"\\u" in raw and (offsets := lone_surrogates(raw, parsed.value)):
+        yield surrogate_problem(file, number, offsets)
 
 
 # A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or one of those not preceded by the first.
@@ -122,9 +122,24 @@ _LONE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]
                    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
-def lone_surrogates(raw: bytes) -> list[int]:
-    """Offsets of the unpaired surrogate escapes in JSON text (json.dumps writes a cut emoji so)."""
-    return [found.start() for found in _LONE.finditer(raw)]
+def lone_surrogates(raw: bytes, value: Any) -> list[int]:
+    """Offsets of the unpaired surrogate escapes in JSON text (json.dumps writes a cut emoji so); the
+    parsed value decides, since an escaped backslash before "u" only looks like one."""
+    offsets = [found.start() for found in _LONE.finditer(raw)]
+    return offsets if offsets and _holds_surrogate(value) else []
+
+
+def _holds_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_holds_surrogate(k) or _holds_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_surrogate(v) for v in value)
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def surrogate_problem(file: str, line: int | None, offsets: list[int]) -> Problem:
@@ -212,7 +227,7 @@ def read_document(path: Path, file: str) -> Document:
         problem = Problem(file, None, "invalid_json", f"file is not valid JSON ({exc})", True)
         return Document(None, "invalid", (problem,))
     problems: tuple[Problem, ...] = ()
-    if b"\\u" in raw and (offsets := lone_surrogates(raw)):
+    if b"\\u" in raw and (offsets := lone_surrogates(raw, value)):
         problems = (surrogate_problem(file, raw.count(b"\n", 0, offsets[0]) + 1, offsets),)
     if codec == "utf-8":
         return Document(value, "ok", problems)

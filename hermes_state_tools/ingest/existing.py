@@ -5,24 +5,42 @@ from __future__ import annotations
 import sqlite3
 
 from hermes_state_tools.core import jsonutil
-from hermes_state_tools.ingest.merge_copies import Existing, ExistingMessage
+from hermes_state_tools.core.schema import table_columns
+from hermes_state_tools.ingest.align import message_key
+from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, Existing, ExistingMessage
+from hermes_state_tools.tables import extras
+from hermes_state_tools.tables.foreign_rows import MESSAGE_ROLES
 
 Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
 
 
 def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
-    """The session row and its messages as alignment needs them, or None when it is not stored."""
+    """The session row and its messages as alignment needs them, or None when it is not stored.
+
+    Rows are streamed and each keeps its alignment key (a digest for long text), not its content:
+    a re-import holds no second copy of a big session's text. Rows that are no message (the
+    February 2026 gateway's session_meta rows) stay out of the alignment; the writer moves them."""
     row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         return None
-    messages = conn.execute(
-        "SELECT id, role, content, tool_call_id, tool_calls, timestamp FROM messages WHERE session_id = ? "
-        "ORDER BY timestamp, id", (session_id,)
+    present = table_columns(conn, "messages")
+    enriched = [c for c in ENRICHED_COLUMNS if c in present]
+    cursor = conn.execute(
+        f"SELECT id, role, content, tool_call_id, tool_calls, timestamp{''.join(', ' + c for c in enriched)} "
+        "FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
     )
-    return Existing(dict(row), tuple(
-        ExistingMessage(m[0], m[1], m[2], m[3], jsonutil.loads_or_raw(m[4]) if m[4] else None, m[5])
-        for m in messages
-    ))
+    extra_keys = {mid: frozenset(data) for mid, data in extras.message_extras(conn, session_id).items()
+                  if isinstance(data, dict)}
+    messages, foreign = [], []
+    for m in cursor:
+        if m[1] not in MESSAGE_ROLES:
+            foreign.append(m[0])
+            continue
+        calls = jsonutil.loads_or_raw(m[4]) if m[4] else None
+        missing = frozenset(c for c, v in zip(enriched, m[6:], strict=True) if v is None or v == "")
+        messages.append(ExistingMessage(m[0], m[1], None, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),
+                                        missing, extra_keys.get(m[0], frozenset())))
+    return Existing(dict(row), tuple(messages), tuple(foreign))
 
 
 def fingerprint(conn: sqlite3.Connection, session_id: str) -> Fingerprint:
@@ -38,7 +56,8 @@ def fingerprint_of(existing: Existing | None) -> Fingerprint:
     """The fingerprint of what load_existing read: the same snapshot as the plan made from it."""
     if existing is None:
         return None
-    return (len(existing.messages), max((m.id for m in existing.messages), default=0))
+    ids = [m.id for m in existing.messages] + list(existing.foreign_ids)
+    return (len(ids), max(ids, default=0))
 
 
 def stored_session_ids(conn: sqlite3.Connection) -> set[str]:

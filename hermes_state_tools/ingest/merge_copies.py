@@ -7,7 +7,7 @@ messages), the plan goes out; writer.py turns plans into SQL.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
@@ -22,6 +22,12 @@ _NEVER_FILLED = {"id", "message_count", "tool_call_count", "ended_at", "end_reas
 _COUNTER_DEFAULTS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
 
 
+# Message columns a copy in the files may know when the stored row does not (the gateway wrote
+# only role, content and tool fields): filled where NULL, never overwritten.
+ENRICHED_COLUMNS = ("tool_name", "finish_reason", "reasoning", "token_count", "reasoning_details",
+                    "codex_reasoning_items")
+
+
 @dataclass(frozen=True)
 class ExistingMessage:
     id: int
@@ -30,12 +36,25 @@ class ExistingMessage:
     tool_call_id: str | None
     tool_calls: Any
     timestamp: float
+    key: Key | None = None  # the alignment key, when it was computed while reading (content is then None)
+    missing: frozenset[str] = frozenset()  # ENRICHED_COLUMNS that are NULL (or '') in the stored row
+    extra_keys: frozenset[str] = frozenset()  # keys of the row's extra data
 
 
 @dataclass(frozen=True)
 class Existing:
     row: dict[str, Any]
     messages: tuple[ExistingMessage, ...]
+    foreign_ids: tuple[int, ...] = ()  # rows that are no message (tables/foreign_rows.py): moved on write
+
+
+@dataclass(frozen=True)
+class Enrichment:
+    """What the files add to one stored message: NULL columns to fill, extra data keys it lacks."""
+
+    message_id: int
+    columns: dict[str, Any]
+    extra: dict[str, Any]
 
 
 @dataclass
@@ -44,6 +63,9 @@ class _Slot:
     timestamp: float | None  # fixed: an existing row's time; new: the recorded time (or None)
     message: LegacyMessage | None = None  # None for rows already in the database
     existing_id: int | None = None  # the stored row's id
+    stored: ExistingMessage | None = None
+    fill: dict[str, Any] = field(default_factory=dict)  # a stored row's NULL columns the copies know
+    fill_extra: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> Key:
         if self.key is None:
@@ -62,10 +84,12 @@ class SessionPlan:
     retimed: list[tuple[int, float]] = field(default_factory=list)  # stored rows moved forward: (id, time)
     duplicates: int = 0
     problems: list[Problem] = field(default_factory=list)
+    enrich: list[Enrichment] = field(default_factory=list)
+    foreign_ids: tuple[int, ...] = ()  # stored rows that are no message, moved into extra data on write
 
     @property
     def changes(self) -> bool:
-        return self.create or bool(self.inserts or self.row)
+        return self.create or bool(self.inserts or self.row or self.enrich or self.foreign_ids)
 
 
 def _key_of(message: LegacyMessage) -> Key:
@@ -75,26 +99,87 @@ def _key_of(message: LegacyMessage) -> Key:
 
 def _existing_slots(existing: Existing | None) -> list[_Slot]:
     return [
-        _Slot(message_key(m.role, m.content, m.tool_call_id, m.tool_calls), m.timestamp, None, m.id)
+        _Slot(m.key or message_key(m.role, m.content, m.tool_call_id, m.tool_calls), m.timestamp, None, m.id, m)
         for m in (existing.messages if existing else ())
     ]
+
+
+def _take_fields(slot: _Slot, message: LegacyMessage) -> None:
+    """What a matched copy knows that the slot's message lacks: a stored row's NULL columns and
+    extra keys (filled on write), a new message's empty fields (the first copy's values stay)."""
+    if slot.stored is not None:
+        for name in slot.stored.missing:
+            value = getattr(message, name)
+            if value is not None and value != "":
+                slot.fill.setdefault(name, value)
+        for key, value in message.extra.items():
+            if key not in slot.stored.extra_keys:
+                slot.fill_extra.setdefault(key, value)
+    elif slot.message is not None and slot.message is not message:
+        known = {name: getattr(message, name) for name in ENRICHED_COLUMNS
+                 if getattr(slot.message, name) in (None, "") and getattr(message, name) not in (None, "")}
+        more = {k: v for k, v in message.extra.items() if k not in slot.message.extra}
+        if known or more:
+            slot.message = replace(slot.message, **known, extra={**more, **slot.message.extra})
+
+
+def _timed(slots: list[_Slot]) -> bool:
+    return any(s.timestamp is not None for s in slots)
+
+
+def deflate(keys: list[Key], reference: list[Key], longest: int = 16) -> list[int]:
+    """Indexes of an untimed copy's messages that repeat the block just before them (a gateway bug,
+    fixed in March 2026, wrote each exchange 2-3 times: q1 a1 q1 a1 q2 a2 ...), unless the timed
+    copies (`reference`) hold that block twice in a row too (a real repeat)."""
+    where: dict[Key, list[int]] = {}
+    for index, key in enumerate(reference):
+        where.setdefault(key, []).append(index)
+    kept: list[int] = list(range(len(keys)))
+    dropped: list[int] = []
+    at = 0
+    while at < len(kept):
+        for size in range(1, longest + 1):
+            block = [keys[i] for i in kept[at:at + size]]
+            again = [keys[i] for i in kept[at + size:at + 2 * size]]
+            if len(again) == size and block == again and not _held_twice(block, reference, where):
+                dropped += kept[at + size:at + 2 * size]
+                del kept[at + size:at + 2 * size]
+                break
+        else:
+            at += 1
+    return sorted(dropped)
+
+
+def _held_twice(block: list[Key], reference: list[Key], where: dict[Key, list[int]]) -> bool:
+    doubled = block + block
+    return any(reference[p:p + len(doubled)] == doubled for p in where.get(block[0], ()))
 
 
 def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int]:
     """Slots with the copy's missing messages inserted in place; returns them and how many were present."""
     if not slots:  # nothing to align against (the usual case: a session new to the database)
         return [_Slot(None, m.timestamp, m) for m in incoming], 0
-    matched = align([s.identity() for s in slots], [_key_of(m) for m in incoming])
+    keys = [_key_of(m) for m in incoming]
+    repeats = 0
+    if _timed(slots) and incoming and all(m.timestamp is None for m in incoming):
+        dropped = set(deflate(keys, [s.identity() for s in slots]))
+        if dropped:
+            incoming = [m for i, m in enumerate(incoming) if i not in dropped]
+            keys = [k for i, k in enumerate(keys) if i not in dropped]
+            repeats = len(dropped)
+    matched = align([s.identity() for s in slots], keys)
     additions: dict[int, list[_Slot]] = {}
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
         if index is None:
             additions.setdefault(point, []).append(_Slot(None, message.timestamp, message))
+        else:
+            _take_fields(slots[index], message)
     merged: list[_Slot] = []
     for position in range(len(slots) + 1):
         merged += additions.get(position, [])
         if position < len(slots):
             merged.append(slots[position])
-    return merged, sum(index is not None for index in matched)
+    return merged, repeats + sum(index is not None for index in matched)
 
 
 def _merge_messages(existing: Existing | None, copies: list[LegacySession]) -> tuple[list[_Slot], int]:
@@ -162,7 +247,7 @@ def _keep_order(slots: list[_Slot], times: list[float | None]) -> list[tuple[int
 def _first(copies: list[LegacySession], name: str) -> Any:
     for copy in copies:
         value = copy.fields.get(name)
-        if value is not None:
+        if value is not None and value != "":  # "" (an era's unknown model) is no value
             return value
     return None
 
@@ -206,8 +291,36 @@ def _fill_row(existing: Existing, copies: list[LegacySession]) -> dict[str, Any]
     merged = _session_fields(copies)
     return {
         name: value for name, value in merged.items()
-        if name not in _NEVER_FILLED and value is not None and existing.row.get(name) is None
+        if name not in _NEVER_FILLED and value is not None and existing.row.get(name) in (None, "")
     }
+
+
+def _call_names(slots: list[_Slot]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for slot in slots:
+        calls = slot.message.tool_calls if slot.message is not None else slot.stored.tool_calls if slot.stored else None
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str) and isinstance(call.get("id"), str):
+                names.setdefault(call["id"], function["name"])
+    return names
+
+
+def _enrichments(slots: list[_Slot]) -> list[Enrichment]:
+    """The stored rows the copies add to; a stored tool row without a name gets its call's name."""
+    names: dict[str, str] | None = None
+    out = []
+    for slot in slots:
+        stored = slot.stored
+        if stored is None:
+            continue
+        if stored.role == "tool" and "tool_name" in stored.missing and "tool_name" not in slot.fill:
+            names = _call_names(slots) if names is None else names
+            if stored.tool_call_id in names:
+                slot.fill["tool_name"] = names[stored.tool_call_id]
+        if slot.fill or slot.fill_extra:
+            out.append(Enrichment(stored.id, dict(slot.fill), dict(slot.fill_extra)))
+    return out
 
 
 def plan_session(session_id: str, copies: list[LegacySession], existing: Existing | None,
@@ -228,4 +341,5 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     return SessionPlan(
         session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
         inserts=[(m, float(t), i) for m, t, i in inserts], retimed=retimed, duplicates=duplicates,
+        enrich=_enrichments(slots), foreign_ids=existing.foreign_ids if existing else (),
     )
