@@ -18,8 +18,12 @@ from hermes_state_tools.importers.timestamps import parse_timestamp
 _SPACE = re.compile(r"\s*")
 
 
+_INT64 = 2**63
+
+
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer a SQLite INTEGER column holds (64 bits; a wider one crashed the whole import once)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
 
 
 def _is_cost(value: Any) -> bool:
@@ -105,11 +109,14 @@ def _entry(
         value = entry.get(name)
         if value is not None and fits(value):
             fields[name] = float(value) if name == "estimated_cost_usd" else value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            detail = f"entry {key!r}: {name} {value} does not fit a 64-bit column; kept in the session's extra"
+            yield Problem(file, None, "out_of_range", detail)
         elif value is not None:
             detail = f"entry {key!r}: {name} is a JSON {type(value).__name__}; kept in the session's extra"
             yield Problem(file, None, "wrong_type", detail)
     user_id = origin.get("user_id")
-    if isinstance(user_id, str) or _is_count(user_id):
+    if isinstance(user_id, str) or (isinstance(user_id, int) and not isinstance(user_id, bool)):
         fields["user_id"] = str(user_id)
     started = parse_timestamp(entry.get("created_at"), tz)
     if started is not None:

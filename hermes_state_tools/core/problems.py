@@ -41,6 +41,7 @@ _KINDS = (
     ProblemKind("no_session_id", True, "a file's name gives no session id (session_.json, .jsonl) and the file "
                 "names none; not stored"),
     ProblemKind("wrong_type", False, "a field has the wrong JSON type; its value is kept in the extra data"),
+    ProblemKind("out_of_range", False, "a number no column can hold (wider than 64 bits); kept in the extra data"),
     ProblemKind("bad_timestamp", False, "a timestamp could not be read; the message is placed by order"),
     ProblemKind("bad_tool_call", False, "a tool call could not be parsed; kept as text"),
     ProblemKind("skipped_entry", False, "an index entry without a usable session was skipped"),
