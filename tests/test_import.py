@@ -525,7 +525,7 @@ original, written, die_at = run.write_batch, [], int(sys.argv[1])
 
 def write_then_die(conn, *args, **kwargs):
     result = original(conn, *args, **kwargs)  # every row of the batch is in, COMMIT has not run yet
-    written.append(len(result))
+    written.append(len(result.written))
     if len(written) == die_at:
         os.kill(os.getpid(), 9)
     return result

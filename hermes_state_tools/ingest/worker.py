@@ -36,7 +36,7 @@ from hermes_state_tools.ingest.units import ReadLog, UnitReader
 
 
 def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
-                     log: ReadLog) -> Iterator[list[Prepared]]:
+                     log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
     """Units read from `files`, planned against the database as it is (None: no database yet)."""
     conn = connect(db_path, readonly=True) if db_path is not None else None
     try:
