@@ -79,8 +79,8 @@ def _rows(plan: SessionPlan) -> tuple[Row, ...]:
     sid = plan.session_id
     rows: list[Row] = []
     for m, timestamp, _ in plan.inserts:
-        row = (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls),
-               m.tool_name, timestamp)
+        row: Row = (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls),
+                    m.tool_name, timestamp)
         tail = (m.token_count, m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items)
         if tail != _NO_TAIL:
             row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
@@ -148,6 +148,7 @@ def batches(prepared: Iterator[Prepared]) -> Iterator[tuple[Prepared, ...]]:
 
 def as_written(item: Prepared, before: Existing | None) -> Existing:
     """What the session would hold once `item` is written: the starting point of a dry run's next copy."""
+    assert not isinstance(item.rows, StagedRows), "a dry run never stages"
     retimed = dict(item.retimed)
     kept = [ExistingMessage(m.id, m.role, m.content, m.tool_call_id, m.tool_calls, retimed.get(m.id, m.timestamp))
             for m in (before.messages if before else ())]

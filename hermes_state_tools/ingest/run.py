@@ -19,7 +19,7 @@ from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, prepa
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
-from hermes_state_tools.ingest.writer import Written, restore_parent_links, write_batch
+from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
 from hermes_state_tools.store.opening import schema_change_pending
 from hermes_state_tools.store.session_db import SessionDB
@@ -110,15 +110,18 @@ def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, 
     """Write one batch, then the sessions it found changed, planned again, in batches of their own."""
     assert db._conn is not None
     for _round in range(REPLAN_ROUNDS):
+        def write(conn: sqlite3.Connection, items: tuple[Prepared, ...] = batch.items) -> BatchResult:
+            return write_batch(conn, items)
+
         with attached(db._conn, batch.staging):
-            result = db._writer.run(lambda conn, items=batch.items: write_batch(conn, items))
-        for item in result.written:
-            stats.count(item)
-            if item.parent_parked:
-                parked.append(item.session_id)
+            result = db._writer.run(write)
+        for written in result.written:
+            stats.count(written)
+            if written.parent_parked:
+                parked.append(written.session_id)
         if not result.stale:
             return
-        batch = Batch(tuple(p for item in result.stale if (p := replan(db._conn, item.unit)) is not None))
+        batch = Batch(tuple(p for stale in result.stale if (p := replan(db._conn, stale.unit)) is not None))
     for item in batch.items:
         stats.problems.append(Problem(f"session {item.session_id}", None, "not_stored",
                                       "the session kept changing while it was imported (another process writes "
@@ -165,6 +168,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         _dry_run(db_path, files, tz, source, stats, log)
     else:
         with SessionDB(db_path) as db:
+            assert db._conn is not None
             # Durable against a crash of this process at any point (WAL); only a power cut could
             # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
             db._conn.execute("PRAGMA synchronous=NORMAL")
