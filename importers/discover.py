@@ -95,8 +95,8 @@ def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem
         return
     for profile in names:
         # Each profile has its own state.db: mixing its sessions into this one would be wrong.
-        db, folder = shlex.quote(str(profile / "state.db")), shlex.quote(str(profile))
-        command = f"hermes-state --db {db} import-jsonl {folder}"
+        db, where = shlex.quote(str(profile / "state.db")), shlex.quote(str(profile))
+        command = f"hermes-state --db {db} import-jsonl {where}"
         detail = f"profile {profile.name!r} has its own database, not read here; import it alone: {command}"
         yield Problem(str(profile), None, "profile_skipped", detail)
 

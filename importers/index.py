@@ -68,25 +68,32 @@ def read_index(path: Path, file: str, tz: tzinfo | None = None) -> Iterator[Lega
         yield from _entry(key, entry, file, tz)
 
 
+def _after_space(text: str, at: int) -> int:
+    """Where the white space at `at` ends (`\\s*` always matches)."""
+    match = _SPACE.match(text, at)
+    assert match is not None
+    return match.end()
+
+
 def _salvage(path: Path, file: str) -> tuple[list[tuple[str, Any]], Problem]:
     """Return every complete entry before the point where a cut-off index stops parsing."""
     text = decode(path.read_bytes().removeprefix(BOM))[0]
     decoder = json.JSONDecoder()
     entries: list[tuple[str, Any]] = []
-    at = _SPACE.match(text).end()
+    at = _after_space(text, 0)
     if text.startswith("{", at):
         at += 1
         while True:
             try:
-                key, end = decoder.raw_decode(text, _SPACE.match(text, at).end())
-                colon = _SPACE.match(text, end).end()
+                key, end = decoder.raw_decode(text, _after_space(text, at))
+                colon = _after_space(text, end)
                 if not isinstance(key, str) or not text.startswith(":", colon):
                     break
-                value, end = decoder.raw_decode(text, _SPACE.match(text, colon + 1).end())
+                value, end = decoder.raw_decode(text, _after_space(text, colon + 1))
             except (ValueError, RecursionError):
                 break
             entries.append((key, value))
-            at = _SPACE.match(text, end).end()
+            at = _after_space(text, end)
             if not text.startswith(",", at):
                 break
             at += 1
@@ -103,7 +110,7 @@ def _entry(
         detail = f"entry {key!r} names no session id; not imported"
         yield Problem(file, None, "missing_session_id", detail, True)
         return
-    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+    origin: dict[str, Any] = entry["origin"] if isinstance(entry.get("origin"), dict) else {}
     fields: dict[str, Any] = {}
     for name, fits in TYPED_FIELDS.items():
         value = entry.get(name)

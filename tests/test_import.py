@@ -525,7 +525,7 @@ original, written, die_at = run.write_batch, [], int(sys.argv[1])
 
 def write_then_die(conn, *args, **kwargs):
     result = original(conn, *args, **kwargs)  # every row of the batch is in, COMMIT has not run yet
-    written.append(len(result))
+    written.append(len(result.written))
     if len(written) == die_at:
         os.kill(os.getpid(), 9)
     return result
@@ -601,7 +601,8 @@ def wait_for(path: Path, seconds: float = 30) -> None:
         time.sleep(0.01)
 
 
-def import_beside_a_live_writer(tmp_path: Path, db_path: Path, count: int, size: int) -> None:
+def import_beside_a_live_writer(tmp_path: Path, db_path: Path, count: int, size: int, *,
+                                longest_wait: float | None = None) -> None:
     """Import a corpus while Hermes, in another process, appends to its own session and to one the import
     merges into, and starts sessions the import also has on file (from the last one back)."""
     written = write_corpus(tmp_path / "corpus", count, size, big=True)
@@ -633,7 +634,8 @@ def import_beside_a_live_writer(tmp_path: Path, db_path: Path, count: int, size:
         file_messages - 2 * len(mirrored), 2 * len(mirrored))
     appends = result["appends"]
     assert sum(started <= wall <= finished for _, _, wall, _ in appends) >= 20  # they really overlapped
-    assert max(seconds for *_, seconds in appends) < 1.0
+    if longest_wait is not None:  # a wall-clock bound: only in the soak runs (a busy machine stretches any wait)
+        assert max(seconds for *_, seconds in appends) < longest_wait
     for session in ("hermes_own", shared):
         live = [f"live {session} {i}" for name, i, _, _ in appends if name == session]
         stored = [m["content"] for m in messages(db_path, session)]
@@ -645,13 +647,13 @@ def import_beside_a_live_writer(tmp_path: Path, db_path: Path, count: int, size:
     assert fts_in_sync(db_path)
 
 
-def test_a_concurrent_hermes_writer_loses_nothing_and_never_waits_long(tmp_path, db_path):
+def test_a_concurrent_hermes_writer_loses_nothing(tmp_path, db_path):
     import_beside_a_live_writer(tmp_path, db_path, 300, 60)
 
 
 @pytest.mark.soak
-def test_a_concurrent_hermes_writer_beside_a_large_import(tmp_path, db_path):
-    import_beside_a_live_writer(tmp_path, db_path, 1500, 120)
+def test_a_concurrent_hermes_writer_beside_a_large_import_never_waits_long(tmp_path, db_path):
+    import_beside_a_live_writer(tmp_path, db_path, 1500, 120, longest_wait=1.0)
 
 
 def test_ctrl_c_stops_the_import_cleanly(tmp_path, corpus):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,12 @@ def test_a_batch_that_cannot_be_staged_keeps_its_rows_in_memory(tmp_path):
     files, _ = discover([tmp_path / "sessions"])
     (items,) = prepared_batches(None, files, None, None, ReadLog())
     rows = [item.rows for item in items]
-    assert not stage_batch(tmp_path / "no such folder" / "batch.db", items)
-    assert [item.rows for item in items] == rows and all(isinstance(r, list) for r in rows)
-    assert stage_batch(tmp_path / "batch.db", items)
-    assert [len(item.rows) for item in items] == [len(r) for r in rows]
+    assert stage_batch(tmp_path / "no such folder" / "batch.db", items) is None
+    assert [item.rows for item in items] == rows and all(isinstance(r, tuple) for r in rows)
+    staged = stage_batch(tmp_path / "batch.db", items)
+    assert staged is not None and [item.rows for item in items] == rows  # the plans given are never changed
+    assert [item.message_count for item in staged] == [len(r) for r in rows]
+    assert all(isinstance(item.rows, StagedRows) for item in staged)
 
 
 def test_a_missing_staging_file_fails_the_batch_with_a_clear_error(tmp_path):
@@ -226,7 +229,7 @@ def test_a_lock_retry_reports_each_problem_once(tmp_path, monkeypatch):
 
     def locked_once(conn, *args):
         written = original(conn, *args)
-        attempts.append(len(written))
+        attempts.append(len(written.written))
         if len(attempts) == 1:
             raise sqlite3.OperationalError("database is locked")  # as a busy Hermes would make it
         return written
@@ -242,9 +245,10 @@ def test_a_batch_whose_staging_fails_half_way_reports_nothing_twice(tmp_path):
     _varied_corpus(tmp_path / "sessions", 5)
     files, _ = discover([tmp_path / "sessions"])
     (items,) = prepared_batches(None, files, None, None, ReadLog())
-    items[4].rows.append((*items[4].rows[0][:6], {"not": "bindable"}))  # SQLite refuses this row
-    before = [list(item.problems) for item in items]
-    assert not stage_batch(tmp_path / "batch.db", items)  # session 3's surrogate was met first
+    bad = replace(items[4], rows=(*items[4].rows, (*items[4].rows[0][:6], {"not": "bindable"})))  # refused
+    items = (*items[:4], bad)
+    before = [item.problems for item in items]
+    assert stage_batch(tmp_path / "batch.db", items) is None  # session 3's surrogate was met first
     assert [item.problems for item in items] == before
     assert not (tmp_path / "batch.db").exists()
 

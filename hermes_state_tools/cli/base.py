@@ -15,7 +15,18 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from hermes_state_tools.core.connection import is_lock_error
+from hermes_state_tools.core.connection import (
+    SQLITE_AUTH,
+    SQLITE_CANTOPEN,
+    SQLITE_CORRUPT,
+    SQLITE_FULL,
+    SQLITE_IOERR,
+    SQLITE_NOTADB,
+    SQLITE_PERM,
+    SQLITE_READONLY,
+    is_lock_error,
+    result_code,
+)
 from hermes_state_tools.errors import (
     ConfirmationRequired,
     DamagedDatabaseError,
@@ -44,10 +55,9 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
 ]
 
 # SQLite's primary result codes, as the file or the disk under it fails.
-_SQLITE_DAMAGED = {sqlite3.SQLITE_CORRUPT}
-_SQLITE_NOT_A_DATABASE = {sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY,
-                          sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH}
-_SQLITE_IO = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR}
+_SQLITE_DAMAGED = {SQLITE_CORRUPT}
+_SQLITE_NOT_A_DATABASE = {SQLITE_NOTADB, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH}
+_SQLITE_IO = {SQLITE_FULL, SQLITE_IOERR}
 _OS_IO = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG}
 
 
@@ -57,7 +67,7 @@ def exit_code_for(exc: BaseException) -> int:
         if isinstance(exc, kind):
             return code
     if isinstance(exc, sqlite3.Error):
-        primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        primary = result_code(exc)
         if primary in _SQLITE_DAMAGED:
             return EXIT_DAMAGED
         if primary in _SQLITE_IO:
@@ -98,7 +108,9 @@ class Settings:
 
 
 def settings() -> Settings:
-    return click.get_current_context().find_object(Settings)
+    state = click.get_current_context().find_object(Settings)
+    assert state is not None, "a command runs under the main group, which sets Settings"
+    return state
 
 
 def fail(message: str, code: int = EXIT_USAGE, json_document: bool = True) -> NoReturn:

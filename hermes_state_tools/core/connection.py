@@ -26,16 +26,26 @@ _WRITE_RETRY_MAX_S = 0.150
 _CHECKPOINT_EVERY_N_WRITES = 50
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_LOCK_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+
+# SQLite's primary result codes (stable across versions; Python names them only from 3.11 on).
+SQLITE_PERM, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR = 3, 5, 6, 8, 10
+SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_AUTH, SQLITE_NOTADB = 11, 13, 14, 23, 26
+_LOCK_CODES = {SQLITE_BUSY, SQLITE_LOCKED}
+
+
+def result_code(exc: BaseException) -> int | None:
+    """The primary SQLite result code of an error (None where Python does not say, before 3.11)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
 def is_lock_error(exc: BaseException) -> bool:
     """True for SQLITE_BUSY / SQLITE_LOCKED, judged by the error code rather than the message text."""
     if not isinstance(exc, sqlite3.OperationalError):
         return False
-    code = getattr(exc, "sqlite_errorcode", None)
+    code = result_code(exc)
     if code is not None:
-        return (code & 0xFF) in _LOCK_CODES
+        return code in _LOCK_CODES
     return "locked" in str(exc) or "busy" in str(exc)  # pragma: no cover - Python < 3.11
 
 

@@ -17,7 +17,7 @@ def has_wide_float(value: Any) -> bool:
     """True when a parsed JSON value holds a float of 2**63 or more (maybe an integer orjson widened)."""
     kind = type(value)
     if kind is float:
-        return abs(value) >= _WIDE
+        return bool(abs(value) >= _WIDE)
     if kind is dict:
         values: Any = value.values()
     elif kind is list:

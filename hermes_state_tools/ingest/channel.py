@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import pickle
 import struct
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 # Batches the reader may have staged before the writer has committed them: enough to ride out a
 # run of slow-to-read sessions, few enough to keep the reader's memory and disk use flat (a batch
@@ -25,14 +25,14 @@ class BrokenChannel(Exception):
     """The reader's pipe ended, or carried something that is not a frame."""
 
 
-def send(out: BinaryIO, message: tuple[Any, ...]) -> None:
+def send(out: IO[bytes], message: tuple[Any, ...]) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     out.write(_HEADER.pack(_MARKER, len(data)))
     out.write(data)
     out.flush()
 
 
-def _skip_to_marker(pipe: BinaryIO) -> bytes:
+def _skip_to_marker(pipe: IO[bytes]) -> bytes:
     """The header of the first frame, passing over up to 64 KiB that the reader's interpreter
     printed before the reader took its stdout over (a sitecustomize that prints)."""
     seen = b""
@@ -44,7 +44,7 @@ def _skip_to_marker(pipe: BinaryIO) -> bytes:
     return seen[-len(_MARKER):] + pipe.read(_HEADER.size - len(_MARKER))
 
 
-def receive(pipe: BinaryIO, first: bool = False) -> tuple[Any, ...]:
+def receive(pipe: IO[bytes], first: bool = False) -> tuple[Any, ...]:
     """One message; BrokenChannel when the pipe ends before a whole one arrived or holds no frame.
 
     The pickle is read whole, then loaded with the cyclic GC paused: rows sent in memory are
@@ -62,7 +62,7 @@ def receive(pipe: BinaryIO, first: bool = False) -> tuple[Any, ...]:
     paused = gc.isenabled()
     gc.disable()
     try:
-        message = pickle.loads(data)
+        message: tuple[Any, ...] = pickle.loads(data)
     except Exception as exc:  # any unpickling failure means the same: no batch
         raise BrokenChannel(f"a message could not be read ({exc})") from exc
     finally:

@@ -340,6 +340,6 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
         row = _fill_row(existing, copies)
     return SessionPlan(
         session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
-        inserts=[(m, float(t), i) for m, t, i in inserts], retimed=retimed, duplicates=duplicates,
+        inserts=[(m, float(t), i) for m, t, i in inserts if t is not None], retimed=retimed, duplicates=duplicates,
         enrich=_enrichments(slots), foreign_ids=existing.foreign_ids if existing else (),
     )

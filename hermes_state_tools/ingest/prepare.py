@@ -1,15 +1,17 @@
 """Prepared sessions: a plan turned into ready-to-insert rows, small to send between processes.
 
-Planning reads the database (what the session already holds), so a prepared session
-remembers what it saw (`fingerprint`); the writer re-plans any session that changed
-between planning and its write transaction.
+A prepared session is a value: nothing changes it once it is made (staging makes a new one
+pointing at its staged rows). Planning reads the database (what the session already holds), so a
+prepared session remembers what it saw (`fingerprint`); the writer hands back any session that
+changed between planning and its write transaction, and the pipeline plans it again outside the
+transaction for a later batch.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,7 +19,7 @@ from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing
 from hermes_state_tools.ingest.merge_copies import Existing, ExistingMessage, SessionPlan, plan_session
-from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, StagedRows
+from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, Row, StagedRows
 from hermes_state_tools.ingest.units import Unit
 from hermes_state_tools.tables.messages import tool_call_increment
 
@@ -30,24 +32,28 @@ BATCH_BYTES = 4 * 2**20
 FIRST_BATCH_SHARE = 8
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
     session_id: str
     create: bool
-    row: dict[str, Any]
-    session_extra: dict[str, Any]
-    rows: list[tuple] | StagedRows  # messages rows in column order (see rows.py), or where they were staged
-    message_extras: list[tuple[int, dict[str, Any]]]  # (index into rows, extra data)
+    row: dict[str, Any]  # never changed once made (the writer works on a copy)
+    session_extra: dict[str, Any]  # likewise
+    rows: tuple[Row, ...] | StagedRows  # messages rows in column order (see rows.py), or where they were staged
+    message_extras: tuple[tuple[int, dict[str, Any]], ...]  # (index into rows, extra data)
     tool_calls: int | None  # None: count in SQL after writing (see _tool_call_count)
     duplicates: int
     fingerprint: Fingerprint
-    retimed: list[tuple[int, float]]  # stored rows moved forward to keep the merged order
+    retimed: tuple[tuple[int, float], ...]  # stored rows moved forward to keep the merged order
     unit: Unit  # without its copies: enough to re-read and re-plan
-    problems: list[Problem] = field(default_factory=list)
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def message_count(self) -> int:
+        return self.rows.count if isinstance(self.rows, StagedRows) else len(self.rows)
 
     @property
     def changes(self) -> bool:
-        return self.create or bool(self.rows or self.row or self.retimed)
+        return self.create or bool(self.message_count or self.row or self.retimed)
 
 
 _NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
@@ -67,19 +73,19 @@ def _json_column(value: Any) -> str | None:
     return jsonutil.dumps(value)
 
 
-def _rows(plan: SessionPlan) -> list[tuple]:
+def _rows(plan: SessionPlan) -> tuple[Row, ...]:
     """Rows in MESSAGE_COLUMNS order; a row whose last five columns would all be NULL stops after
     `timestamp` (rows.py)."""
     sid = plan.session_id
-    rows = []
+    rows: list[Row] = []
     for m, timestamp, _ in plan.inserts:
-        row = (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls),
-               m.tool_name, timestamp)
+        row: Row = (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls),
+                    m.tool_name, timestamp)
         tail = (m.token_count, m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items)
         if tail != _NO_TAIL:
             row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
         rows.append(row)
-    return rows
+    return tuple(rows)
 
 
 def _wanted(unit: Unit, existing: bool) -> bool:
@@ -109,9 +115,9 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
     shell = Unit(unit.session_id, [], unit.files, unit.fallback_start, unit.end_hint, unit.index_entry)
     return Prepared(
         session_id=plan.session_id, create=plan.create, row=plan.row, session_extra=plan.session_extra,
-        rows=_rows(plan), message_extras=[(n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra],
+        rows=_rows(plan), message_extras=tuple((n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra),
         tool_calls=_tool_call_count(plan.inserts),
-        duplicates=plan.duplicates, problems=plan.problems, unit=shell, retimed=plan.retimed,
+        duplicates=plan.duplicates, problems=tuple(plan.problems), unit=shell, retimed=tuple(plan.retimed),
         fingerprint=fingerprint_of(existing),
     )
 
@@ -119,11 +125,11 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
 class Batch(NamedTuple):
     """One write transaction's sessions, and the staging file holding their rows (None: in memory)."""
 
-    items: list[Prepared]
+    items: tuple[Prepared, ...]
     staging: Path | None = None
 
 
-def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:
+def batches(prepared: Iterator[Prepared]) -> Iterator[tuple[Prepared, ...]]:
     """Group prepared sessions into write transactions of bounded size. The first is an eighth of
     the others, so the writer starts as soon as possible while the reader reads on."""
     batch: list[Prepared] = []
@@ -131,17 +137,18 @@ def batches(prepared: Iterator[Prepared]) -> Iterator[list[Prepared]]:
     share = FIRST_BATCH_SHARE
     for item in prepared:
         batch.append(item)
-        rows += len(item.rows) + item.duplicates
-        text += sum(len(row[2] or "") for row in item.rows)
+        rows += item.message_count + item.duplicates
+        text += sum(len(row[2] or "") for row in item.rows) if not isinstance(item.rows, StagedRows) else 0
         if rows * share >= BATCH_MESSAGES or text * share >= BATCH_BYTES or len(batch) * share >= BATCH_SESSIONS:
-            yield batch
+            yield tuple(batch)
             batch, rows, text, share = [], 0, 0, 1
     if batch:
-        yield batch
+        yield tuple(batch)
 
 
 def as_written(item: Prepared, before: Existing | None) -> Existing:
     """What the session would hold once `item` is written: the starting point of a dry run's next copy."""
+    assert not isinstance(item.rows, StagedRows), "a dry run never stages"
     retimed = dict(item.retimed)
     kept = [ExistingMessage(m.id, m.role, m.content, m.tool_call_id, m.tool_calls, retimed.get(m.id, m.timestamp))
             for m in (before.messages if before else ())]

@@ -95,9 +95,9 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
             if not acks.wait_for(number - READ_AHEAD + 1):
                 return  # the importing process is gone: stop quietly
             path = staging / f"batch-{number:06d}.db" if staging is not None else None
-            if path is not None and not stage_batch(path, items):
-                path = None  # the rows travel in the pipe instead
-            if not _deliver(out, ("batch", Batch(items, path), log.problems, log.files_read)):
+            staged = stage_batch(path, items) if path is not None else None
+            batch = Batch(items) if staged is None else Batch(staged, path)  # unstaged: rows travel in the pipe
+            if not _deliver(out, ("batch", batch, log.problems, log.files_read)):
                 return
             log.problems, log.files_read = [], 0
         _deliver(out, ("done", None, log.problems, log.files_read))

@@ -11,6 +11,7 @@ import functools
 import itertools
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +33,8 @@ class StagedRows:
     first: int
     count: int
 
-    def __len__(self) -> int:
-        return self.count
+
+Row = tuple[Any, ...]
 
 
 @functools.cache
@@ -41,7 +42,7 @@ def _insert_statement(table: str, size: int) -> str:
     return f"INSERT INTO {table} ({', '.join(MESSAGE_COLUMNS[:size])}) VALUES ({', '.join('?' * size)})"
 
 
-def _insert_in_order(conn: sqlite3.Connection, table: str, rows: list[tuple]) -> None:
+def _insert_in_order(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> None:
     for size, run in itertools.groupby(rows, key=len):
         conn.executemany(_insert_statement(table, size), run)
 
@@ -56,16 +57,19 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
-def insert_rows(conn: sqlite3.Connection, table: str, rows: list[tuple], problems: list[Problem]) -> None:
-    """Insert one session's rows in order; text holding a lone surrogate is stored as U+FFFD (reported)."""
+def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> tuple[Problem, ...]:
+    """Insert one session's rows in order; text holding a lone surrogate is stored as U+FFFD (the
+    problem is returned)."""
     # executemany stops at the first row it cannot bind with the earlier rows already in: the
     # savepoint takes them back out before the cleaned retry.
+    problems: tuple[Problem, ...] = ()
     conn.execute("SAVEPOINT import_rows")
     try:
         _insert_in_order(conn, table, rows)
     except UnicodeEncodeError:  # rare: some text held a lone surrogate
         conn.execute("ROLLBACK TO import_rows")
-        problems.append(Problem(f"session {rows[0][0]}", None, "lone_surrogate",
-                                "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"))
+        problems = (Problem(f"session {rows[0][0]}", None, "lone_surrogate",
+                            "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"),)
         _insert_in_order(conn, table, [tuple(without_surrogates(v) for v in row) for row in rows])
     conn.execute("RELEASE import_rows")
+    return problems

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -19,7 +19,7 @@ from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, prepa
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
-from hermes_state_tools.ingest.writer import restore_parent_links, write_batch
+from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
 from hermes_state_tools.store.opening import schema_change_pending
 from hermes_state_tools.store.session_db import SessionDB
@@ -51,10 +51,10 @@ class ImportStats:
         """True when some record could not be stored (exit code 1)."""
         return any(p.failure for p in self.problems)
 
-    def count(self, item: Prepared) -> None:
-        self.sessions_created += item.create
-        self.sessions_updated += (not item.create) and item.changes
-        self.messages_imported += len(item.rows)
+    def count(self, item: Written) -> None:
+        self.sessions_created += item.created
+        self.sessions_updated += item.updated
+        self.messages_imported += item.messages
         self.messages_skipped_duplicate += item.duplicates
         self.problems += item.problems
 
@@ -71,8 +71,15 @@ class ImportStats:
         }
 
 
-def _replanner(tz: tzinfo | None, source: str | None) -> Any:
-    """Re-read a unit's files and plan it against the database inside the write transaction."""
+# A session another process keeps writing to is planned again after each batch that found it changed;
+# past this many rounds it is left for a re-run (reported), so the import always ends.
+REPLAN_ROUNDS = 20
+
+Replan = Callable[[sqlite3.Connection, Unit], "Prepared | None"]
+
+
+def _replanner(tz: tzinfo | None, source: str | None) -> Replan:
+    """Re-read a unit's files and plan it against the database as it is now (outside any write)."""
     def replan(conn: sqlite3.Connection, shell: Unit) -> Prepared | None:
         reader = UnitReader([], tz, source, ReadLog())  # a private log: these problems were reported once
         copies = [c for path in shell.files for c in reader.records(Path(path), shell.session_id)]
@@ -83,7 +90,7 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Any:
 
 
 def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportStats, log: ReadLog,
-               replan: Any, progress: Progress | None) -> list[str]:
+               replan: Replan, progress: Progress | None) -> list[str]:
     """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
     parked: list[str] = []
@@ -94,18 +101,31 @@ def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stat
             _write_one(db, batch, stats, replan, parked)
             if progress:
                 progress.advance(files=log.files_read - files_seen,
-                                 messages=sum(len(p.rows) + p.duplicates for p in batch.items))
+                                 messages=sum(p.message_count + p.duplicates for p in batch.items))
                 files_seen = log.files_read
     return parked
 
 
-def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Any, parked: list[str]) -> None:
-    with attached(db._conn, batch.staging):
-        written = db._writer.run(lambda conn: write_batch(conn, batch.items, replan))
-    for item in written:
-        stats.count(item)
-        if "parent_session_id" in item.session_extra:
-            parked.append(item.session_id)
+def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, parked: list[str]) -> None:
+    """Write one batch, then the sessions it found changed, planned again, in batches of their own."""
+    assert db._conn is not None
+    for _round in range(REPLAN_ROUNDS):
+        def write(conn: sqlite3.Connection, items: tuple[Prepared, ...] = batch.items) -> BatchResult:
+            return write_batch(conn, items)
+
+        with attached(db._conn, batch.staging):
+            result = db._writer.run(write)
+        for written in result.written:
+            stats.count(written)
+            if written.parent_parked:
+                parked.append(written.session_id)
+        if not result.stale:
+            return
+        batch = Batch(tuple(p for stale in result.stale if (p := replan(db._conn, stale.unit)) is not None))
+    for item in batch.items:
+        stats.problems.append(Problem(f"session {item.session_id}", None, "not_stored",
+                                      "the session kept changing while it was imported (another process writes "
+                                      "to it); nothing of this copy was stored, re-run to finish"))
 
 
 def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,
@@ -121,7 +141,7 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
                 before = load_existing(conn, unit.session_id)
             item = prepare(None, unit, before)  # planned against `before`, read once here
             if item is not None:
-                stats.count(item)
+                stats.count(Written.planned(item))
                 written[unit.session_id] = as_written(item, before)
     finally:
         if conn is not None:
@@ -148,6 +168,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         _dry_run(db_path, files, tz, source, stats, log)
     else:
         with SessionDB(db_path) as db:
+            assert db._conn is not None
             # Durable against a crash of this process at any point (WAL); only a power cut could
             # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
             db._conn.execute("PRAGMA synchronous=NORMAL")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,14 +26,13 @@ SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)
 
 
-def stage_batch(path: Path, batch: list[Prepared]) -> bool:
-    """Write the batch's rows to a new staging file and point each session at its rows there.
+def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...] | None:
+    """Write the batch's rows to a new staging file; the same sessions pointing at their rows there.
 
-    Returns False, with the rows left in memory (they then travel whole), when the file
-    cannot be written, e.g. on a full temporary disk.
+    None, with nothing left behind, when the file cannot be written (e.g. a full temporary disk):
+    the rows then travel in memory, and the plans as they came report their problems once.
     """
-    staged: list[StagedRows] = []
-    reported = [len(item.problems) for item in batch]  # a failed staging reports nothing: the writer will
+    staged: list[Prepared] = []
     try:
         conn = sqlite3.connect(path, isolation_level=None)
         try:
@@ -43,20 +43,18 @@ def stage_batch(path: Path, batch: list[Prepared]) -> bool:
             conn.execute("BEGIN")
             first = 1  # rowids of a new table count up from 1 in insert order
             for item in batch:
-                insert_rows(conn, "rows", item.rows, item.problems)
-                staged.append(StagedRows(first, len(item.rows)))
+                assert not isinstance(item.rows, StagedRows)
+                problems = insert_rows(conn, "rows", item.rows)
+                staged.append(replace(item, rows=StagedRows(first, len(item.rows)),
+                                      problems=item.problems + problems))
                 first += len(item.rows)
             conn.execute("COMMIT")
         finally:
             conn.close()
     except (sqlite3.Error, OSError):
         path.unlink(missing_ok=True)
-        for item, count in zip(batch, reported, strict=True):
-            del item.problems[count:]
-        return False
-    for item, rows in zip(batch, staged, strict=True):
-        item.rows = rows
-    return True
+        return None
+    return tuple(staged)
 
 
 @contextlib.contextmanager

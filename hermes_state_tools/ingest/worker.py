@@ -17,7 +17,7 @@ import sys
 from collections.abc import Generator, Iterator
 from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 from zoneinfo import ZoneInfo
 
 import hermes_state_tools
@@ -36,7 +36,7 @@ from hermes_state_tools.ingest.units import ReadLog, UnitReader
 
 
 def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
-                     log: ReadLog) -> Iterator[list[Prepared]]:
+                     log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
     """Units read from `files`, planned against the database as it is (None: no database yet)."""
     conn = connect(db_path, readonly=True) if db_path is not None else None
     try:
@@ -55,7 +55,7 @@ def local_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: s
         yield Batch(items)
 
 
-def _widen_pipe(pipe: BinaryIO) -> None:
+def _widen_pipe(pipe: IO[bytes]) -> None:
     """Let the pipe hold up to 1 MiB (Linux; 64 KiB by default), so a batch crosses in a few large
     reads instead of many small hand-offs between the two processes."""
     if fcntl is None:

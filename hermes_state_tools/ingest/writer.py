@@ -10,8 +10,7 @@ rolls back rows, index and trigger together.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
@@ -25,7 +24,6 @@ from hermes_state_tools.tables import counters, extras, lineage, titles
 
 if TYPE_CHECKING:
     from hermes_state_tools.ingest.prepare import Prepared
-    from hermes_state_tools.ingest.units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
 
@@ -51,101 +49,123 @@ class _StagedRun:
         self.rows, self.sessions = StagedRows(1, 0), set()
 
 
-def _unique_title(conn: sqlite3.Connection, plan: Prepared, title: str) -> str:
-    holder = conn.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, plan.session_id)).fetchone()
+@dataclass(frozen=True)
+class Written:
+    """What writing one prepared session did (or, for a dry run, would do)."""
+
+    session_id: str
+    created: bool
+    updated: bool
+    messages: int
+    duplicates: int
+    problems: tuple[Problem, ...]
+    parent_parked: bool = False  # its parent link waits in the extra data for the final pass
+    stored: bool = True  # False: SQLite refused a value and the session was rolled back alone
+
+    @classmethod
+    def planned(cls, item: Prepared, problems: tuple[Problem, ...] = (), parked: bool = False) -> Written:
+        return cls(item.session_id, item.create, (not item.create) and item.changes, item.message_count,
+                   item.duplicates, item.problems + problems, parked)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """A write transaction's outcome: what each session wrote, and the sessions that changed since they
+    were planned (another process wrote to them, or an earlier copy in this batch did), for the
+    pipeline to plan again outside the transaction and write in a later batch."""
+
+    written: tuple[Written, ...]
+    stale: tuple[Prepared, ...]
+
+
+def _unique_title(conn: sqlite3.Connection, session_id: str, title: str, problems: list[Problem]) -> str:
+    holder = conn.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, session_id)).fetchone()
     if holder is None:
         return title
     renamed = titles.next_title_in_lineage_unchecked(conn, title)
-    plan.problems.append(Problem(f"session {plan.session_id}", None, "title_renamed",
-                                 f"title {title!r} is held by session {holder[0]}; stored as {renamed!r}"))
+    problems.append(Problem(f"session {session_id}", None, "title_renamed",
+                            f"title {title!r} is held by session {holder[0]}; stored as {renamed!r}"))
     return renamed
 
 
-def _parent_or_none(conn: sqlite3.Connection, plan: Prepared, parent: Any) -> Any:
-    if parent is None or conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone():
-        return parent
-    # The parent may come later in this import: the link is kept in extra data and restored
-    # by the final pass (or by a re-run, which fills NULL fields).
-    plan.session_extra.setdefault("parent_session_id", parent)
-    return None
-
-
-def _write_session_row(conn: sqlite3.Connection, plan: Prepared) -> None:
-    row = dict(plan.row)
+def _write_session_row(conn: sqlite3.Connection, plan: Prepared, problems: list[Problem]) -> dict[str, Any]:
+    """Insert or fill the sessions row; returns the session's extra data to merge."""
+    row, extra = dict(plan.row), plan.session_extra
     if row.get("title"):
-        row["title"] = _unique_title(conn, plan, row["title"])
-    if "parent_session_id" in row:
-        row["parent_session_id"] = _parent_or_none(conn, plan, row["parent_session_id"])
+        row["title"] = _unique_title(conn, plan.session_id, row["title"], problems)
+    parent = row.get("parent_session_id")
+    if parent is not None and not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone():
+        # The parent may come later in this import: the link is kept in extra data and restored
+        # by the final pass (or by a re-run, which fills NULL fields).
+        row["parent_session_id"], extra = None, {"parent_session_id": parent, **extra}
     if isinstance(row.get("model_config"), (dict, list)):
         row["model_config"] = jsonutil.dumps(row["model_config"])
     row = {k: without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
     if plan.create:  # counters straight from the plan; existing sessions are recounted in SQL
-        row["message_count"] = len(plan.rows)
+        row["message_count"] = plan.message_count
         row["tool_call_count"] = plan.tool_calls or 0  # None: recounted in SQL below
         names = ", ".join(row)
         conn.execute(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
     elif row:
         sets = ", ".join(f"{name} = COALESCE({name}, ?)" for name in row)
         conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*row.values(), plan.session_id))
+    return extra
 
 
 def _next_message_id(conn: sqlite3.Connection) -> int:
     """The id the next message insert gets: AUTOINCREMENT goes on after the highest id ever used,
     which is above MAX(id) once the newest messages were deleted (a pruned or deleted session)."""
-    highest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+    highest: int = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
         used = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
         highest = max(highest, used[0] if used else 0)
     return highest + 1
 
 
-def _retime(conn: sqlite3.Connection, item: Prepared) -> None:
+def _retime(conn: sqlite3.Connection, item: Prepared, problems: list[Problem]) -> None:
     """Move stored rows forward where inserted messages reached their time (reported, never silent)."""
     if not item.retimed:
         return
     conn.executemany("UPDATE messages SET timestamp = ? WHERE id = ?", [(t, mid) for mid, t in item.retimed])
-    item.problems.append(Problem(
+    problems.append(Problem(
         f"session {item.session_id}", None, "retimed",
         f"{len(item.retimed)} stored message(s) moved forward by microseconds so the imported messages "
         f"sit in their place (ids {', '.join(str(mid) for mid, _ in item.retimed[:5])}"
         + (", ...)" if len(item.retimed) > 5 else ")")))
 
 
-def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> bool:
+def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> Written:
     """Write one session inside a savepoint: a value SQLite refuses fails that session alone (reported).
     Staged rows are left for the caller's run of staged rows; rows in memory go in here."""
+    problems: list[Problem] = []
     conn.execute("SAVEPOINT import_session")
     try:
-        _write_session_row(conn, item)
-        _retime(conn, item)
-        extras.merge_session_extra(conn, item.session_id, item.session_extra)
+        extra = _write_session_row(conn, item, problems)
+        _retime(conn, item, problems)
+        extras.merge_session_extra(conn, item.session_id, extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
         if not isinstance(item.rows, StagedRows):
-            insert_rows(conn, "messages", item.rows, item.problems)
+            problems += insert_rows(conn, "messages", item.rows)
         extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OverflowError) as exc:  # OverflowError: an integer no SQLite column holds
         if is_lock_error(exc):
             raise
         conn.execute("ROLLBACK TO import_session")
         conn.execute("RELEASE import_session")
-        item.problems.append(Problem(f"session {item.session_id}", None, "not_stored",
-                                     f"the session could not be written ({exc}); nothing of it was stored", True))
-        item.rows, item.create, item.row, item.retimed = [], False, {}, []
-        return False
+        problem = Problem(f"session {item.session_id}", None, "not_stored",
+                          f"the session could not be written ({exc}); nothing of it was stored")
+        return Written(item.session_id, False, False, 0, item.duplicates, (*item.problems, problem), stored=False)
     conn.execute("RELEASE import_session")
-    return True
+    return Written.planned(item, tuple(problems), "parent_session_id" in extra)
 
 
-def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
-                replan: Callable[[sqlite3.Connection, Unit], Prepared | None]) -> list[Prepared]:
+def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...]) -> BatchResult:
     """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
 
-    A session that changed since it was planned (another process wrote to it, or an earlier
-    session of this batch was the same one) is planned again against what is there now.
-    Writing works on copies of the plans: an attempt rolled back on a lock and run again
-    starts from the plans as they came, and reports each problem once.
+    The plans are only read, so an attempt rolled back on a lock and run again starts from them as
+    they came and reports each problem once. A session that changed since it was planned is not
+    written: it comes back in `stale`.
     """
-    batch = [replace(item, problems=list(item.problems), session_extra=dict(item.session_extra)) for item in batch]
     first_id = next_id = _next_message_id(conn)
     created = [item.session_id for item in batch if item.create]
     if created:
@@ -156,34 +176,39 @@ def write_batch(conn: sqlite3.Connection, batch: list[Prepared],
     ).fetchone() is not None
     if has_trigger:
         conn.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")
-    written: list[Prepared] = []
+    written: list[Written] = []
+    stale: list[Prepared] = []
+    recount: list[str] = []
     staged = _StagedRun(conn)
-    for planned in batch:
-        item = planned
-        if planned.session_id in staged.sessions:
+    for item in batch:
+        if item.session_id in staged.sessions:
             staged.copy()  # an earlier copy of this session waits in the run: its rows count
-        if fingerprint(conn, planned.session_id) != planned.fingerprint:
-            staged.copy()  # planning again reads the session's rows: every earlier one must be in
-            item = replan(conn, planned.unit)
-        if item is None or not (item.changes or item.session_extra):
-            written += [item] if item is not None else []
+        if fingerprint(conn, item.session_id) != item.fingerprint:
+            stale.append(item)
+            continue
+        if not (item.changes or item.session_extra):
+            written.append(Written.planned(item))
             continue
         if not isinstance(item.rows, StagedRows):
             staged.copy()  # rows in memory take the next ids: every staged row before them goes first
-        if _write_session(conn, item, next_id):
-            next_id += len(item.rows)
-            if isinstance(item.rows, StagedRows):
-                staged.add(item.session_id, item.rows)
-        written.append(item)
+        outcome = _write_session(conn, item, next_id)
+        written.append(outcome)
+        if not outcome.stored:
+            continue
+        next_id += item.message_count
+        if isinstance(item.rows, StagedRows):
+            staged.add(item.session_id, item.rows)
+        # Created sessions carry counters from their plan, unless it held tool calls as text (only
+        # SQLite's own JSON functions count those exactly as the recount does).
+        if not item.create or item.tool_calls is None:
+            recount.append(item.session_id)
     staged.copy()
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
                      (first_id,))
         conn.execute(TRIGGERS[_INSERT_TRIGGER])
-    # Created sessions carry counters from their plan, unless it held tool calls as text (only
-    # SQLite's own JSON functions count those exactly as the recount does).
-    counters.recount(conn, [item.session_id for item in written if not item.create or item.tool_calls is None])
-    return written
+    counters.recount(conn, recount)
+    return BatchResult(tuple(written), tuple(stale))
 
 
 def restore_parent_links(conn: sqlite3.Connection, session_ids: list[str]) -> list[Problem]:

@@ -57,7 +57,8 @@ def append(
         "tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?",
         (tool_call_increment(role, tool_calls), session_id),
     )
-    return int(cursor.lastrowid)
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
 
 
 def decode_row(row: sqlite3.Row) -> dict[str, Any]:

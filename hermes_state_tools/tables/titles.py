@@ -86,7 +86,7 @@ def resolve_by_title(conn: sqlite3.Connection, title: str) -> str | None:
         if row["title"] != title and split_numbered(row["title"])[0] == title
     ]
     if numbered:
-        return numbered[-1]["id"]
+        return str(numbered[-1]["id"])
     row = conn.execute("SELECT id FROM sessions WHERE title = ?", (title,)).fetchone()
     return row["id"] if row else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from hermes_state_tools.core.schema import (
     INDEXES,
@@ -22,6 +23,7 @@ from hermes_state_tools.core.schema import (
 )
 from hermes_state_tools.tables import fts, titles
 
+T = TypeVar("T")
 Step = Callable[[sqlite3.Connection], list[dict[str, str]]]
 
 
@@ -159,28 +161,34 @@ def _step_transaction(version: int) -> Callable[[sqlite3.Connection], list[dict[
     return apply
 
 
-def bring_up_to_date(conn: sqlite3.Connection, run: Callable[[Step], list]) -> UpgradeReport:
+class RunWrite(Protocol):
+    """The write runner: runs `fn` in one write transaction and returns what it returned."""
+
+    def __call__(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+
+
+def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite) -> UpgradeReport:
     """Create or upgrade the schema, one transaction per step; `run` is the write runner.
 
     Reads first and writes only when something is pending, so opening an up-to-date
     database never takes the write lock.
     """
     if is_empty(conn):
-        created = run(lambda c: [create_fresh(c)] if is_empty(c) else [])
-        if created:
-            return created[0]
+        created = run(lambda c: create_fresh(c) if is_empty(c) else None)
+        if created is not None:
+            return created
     start = starting_version(conn)
     report = UpgradeReport(from_version=start, to_version=SCHEMA_VERSION)
     for version in range(start + 1, SCHEMA_VERSION + 1):
         report.renamed_titles += run(_step_transaction(version))
         report.steps.append(STEPS[version][0])
     if missing_structure(conn) or read_version(conn) != SCHEMA_VERSION:
-        def finish(c: sqlite3.Connection) -> list:
+        def finish(c: sqlite3.Connection) -> tuple[list[str], list[dict[str, str]]]:
             repaired = restore_structure(c)
             set_version(c, SCHEMA_VERSION)
-            return [repaired]
+            return repaired
 
-        (missing, renames), = run(finish)
+        missing, renames = run(finish)
         report.repairs += [f"recreated {name}" for name in missing]
         report.renamed_titles += renames
     return report
