@@ -55,7 +55,8 @@ def move_foreign_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> d
             if row["id"] in kept_extras:
                 row["extra"] = kept_extras[row["id"]]
         data = extras.session_extra(conn, session_id)
-        earlier = data.get(EXTRA_KEY) if isinstance(data.get(EXTRA_KEY), list) else []
+        found = data.get(EXTRA_KEY)
+        earlier: list[Any] = found if isinstance(found, list) else []
         extras.drop_session_extra_key(conn, session_id, EXTRA_KEY)
         extras.merge_session_extra(conn, session_id, {EXTRA_KEY: [*earlier, *rows]})
         for row in rows:
