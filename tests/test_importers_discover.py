@@ -108,3 +108,44 @@ def test_a_file_reached_through_links_is_read_once(tmp_path):
     files, problems = discover([sessions, tmp_path / "linked"])
     assert files == [sessions / "20260201_090000_aaaaaaaa.jsonl"]  # the link to it and the linked folder add nothing
     assert [(Path(p.file).name, p.kind) for p in problems] == [("20260201_090000_cccccccc.jsonl", "skipped_file")]
+
+
+def test_nested_folders_are_walked_and_every_file_not_read_is_named(tmp_path):
+    backups = tmp_path / "backups"
+    for sub in ("", "2026-03", "old/deeper"):
+        (backups / sub).mkdir(parents=True, exist_ok=True)
+        (backups / sub / f"20260201_10000{len(sub)}_aaaaaaaa.jsonl").write_text('{"role": "user"}\n')
+    (backups / "photos").mkdir()
+    (backups / "photos" / "cat.png").write_bytes(b"\x89PNG")
+    (backups / "empty").mkdir()
+    (backups / "old" / "loop").symlink_to(backups, target_is_directory=True)
+    files, problems = discover([backups])
+    assert sorted(f.relative_to(backups).as_posix() for f in files) == [
+        "2026-03/20260201_100007_aaaaaaaa.jsonl", "20260201_100000_aaaaaaaa.jsonl",
+        "old/deeper/20260201_1000010_aaaaaaaa.jsonl"]
+    named = {Path(p.file).relative_to(backups).as_posix(): p.detail for p in problems}
+    assert set(named) == {"photos/cat.png", "empty", "old/loop"}
+    assert "not a transcript" in named["photos/cat.png"]
+    assert all(not p.failure for p in problems)
+
+
+def test_a_home_inside_a_folder_is_read_as_a_home_and_its_database_pointed_at_merge(tmp_path):
+    laptop = tmp_path / "backups" / "laptop"
+    (laptop / "sessions").mkdir(parents=True)
+    (laptop / "sessions" / "session_20260203_100000_cccccc.json").write_text("{}")
+    (laptop / "state.db").write_bytes(b"")
+    (laptop / "profiles" / "work").mkdir(parents=True)
+    files, problems = discover([tmp_path / "backups"])
+    assert files == [laptop / "sessions" / "session_20260203_100000_cccccc.json"]
+    kinds = {p.kind: p.detail for p in problems}
+    assert "hermes-state merge" in kinds["skipped_file"] and "profile_skipped" in kinds
+
+
+def test_the_february_installs_logs_beside_the_code_are_read(tmp_path):
+    logs = tmp_path / "home" / "hermes-agent" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "session_20260206_101010_1a2b3c.json").write_text("{}")
+    (tmp_path / "home" / "hermes-agent" / "run_agent.py").write_text("")
+    files, problems = discover([tmp_path / "home"])
+    assert files == [logs / "session_20260206_101010_1a2b3c.json"]
+    assert problems == []  # the code tree itself is not a transcript folder

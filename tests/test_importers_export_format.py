@@ -145,8 +145,9 @@ def test_lines_that_are_not_export_records_fail(tmp_path):
 def test_lone_surrogates_fall_back_to_escaped_json(tmp_path):
     data = export_line(SESSION, [row(content="bad \ud800 half")], {}, [{}])
     assert data.isascii()
-    [session] = read_lines(tmp_path, data)
+    notice, session = read_lines(tmp_path, data)
     assert session.messages[0].content == "bad \ud800 half"
+    assert (notice.kind, notice.line, notice.failure) == ("lone_surrogate", 1, False)
 
 
 _VALUES = st.recursive(
@@ -178,3 +179,28 @@ def test_random_sessions_round_trip(tmp_path_factory, messages):
         LegacyMessage(role, content, ts, extra=extra, line=1) for role, content, ts, extra in messages
     )
     assert session.messages == expected
+
+
+def hermes_export_line(**more) -> dict:
+    """One line of Hermes' own `hermes sessions export` (hermes_cli/main.py: export_session per line)."""
+    return {"id": "20260320_101010_abcdef12", "source": "telegram", "user_id": "12345", "model": "m",
+            "started_at": 1.0, "ended_at": 2.0, "end_reason": "session_reset", "message_count": 2,
+            "title": "Trip plan", "input_tokens": 1200, "display_kind": "chat",  # a newer Hermes' column
+            "messages": [
+                {"id": 7, "session_id": "20260320_101010_abcdef12", "role": "user", "content": "hi",
+                 "tool_call_id": None, "tool_calls": None, "tool_name": None, "timestamp": 1.5, "token_count": None},
+                {"id": 8, "session_id": "20260320_101010_abcdef12", "role": "assistant", "content": None,
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}],
+                 "timestamp": 1.6, "finish_reason": "tool_calls", "api_content": "x"}], **more}
+
+
+def test_hermes_own_export_is_read_like_ours(tmp_path):
+    records = read_lines(tmp_path, (json.dumps(hermes_export_line(), ensure_ascii=False) + "\n").encode())
+    [session] = [r for r in records if isinstance(r, LegacySession)]
+    assert [r for r in records if isinstance(r, Problem)] == []
+    assert (session.session_id, session.kind, session.fields["title"], session.fields["end_reason"]) == (
+        "20260320_101010_abcdef12", "export", "Trip plan", "session_reset")
+    assert session.extra == {"display_kind": "chat"}  # kept, not lost
+    first, second = session.messages
+    assert (first.role, first.content, first.timestamp, first.extra) == ("user", "hi", 1.5, {})
+    assert second.tool_calls[0]["id"] == "c1" and second.extra == {"api_content": "x"}

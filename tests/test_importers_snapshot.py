@@ -180,3 +180,29 @@ def test_snapshot_messages_name_their_position_in_problems(tmp_path):
 def test_messages_of_the_wrong_type_stay_in_extra(tmp_path):
     session, _ = read(write(tmp_path, "session_w.json", {"messages": "[...]"}))
     assert (session.messages, session.extra) == ((), {"messages": "[...]"})
+
+
+def test_a_tui_save_without_session_start_starts_at_its_file_names_time(tmp_path):
+    path = tmp_path / "hermes_conversation_20260415_143012.json"
+    path.write_text(json.dumps({"model": "m", "messages": [{"role": "user", "content": "save test"}]}))
+    session, _problems = read(path)
+    assert session.fields["started_at"] == at("2026-04-15T14:30:12")
+    assert session.session_id == "saved_20260415_143012"
+
+
+def test_an_empty_model_and_system_prompt_are_no_value(tmp_path):
+    path = tmp_path / "session_20260301_090000_c9d0e1f2.json"
+    path.write_text(json.dumps({"model": "", "system_prompt": " ", "messages": []}))
+    session, _problems = read(path)
+    assert "model" not in session.fields and "system_prompt" not in session.fields
+    assert "model" not in session.extra
+
+
+def test_a_file_name_without_an_id_is_a_failure_unless_the_file_names_one(tmp_path):
+    path = tmp_path / "session_.json"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "x"}]}))
+    records = list(read_snapshot(path, str(path)))
+    assert [(r.kind, r.failure) for r in records] == [("no_session_id", True)]
+    path.write_text(json.dumps({"session_id": "inner_id", "messages": [{"role": "user", "content": "x"}]}))
+    session, _problems = read(path)
+    assert session.session_id == "inner_id"

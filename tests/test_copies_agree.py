@@ -1,0 +1,88 @@
+"""What copies of one message agree on (align.content_key), inflated snapshots (merge_copies.deflate),
+and the bar behind both: a re-run adds nothing, whatever the text."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from import_helpers import import_json, query
+
+from hermes_state_tools.ingest.align import cleaned_text, content_key, durable_text
+from hermes_state_tools.ingest.merge_copies import deflate
+
+
+def hermes_clean(content: str) -> str:
+    """run_agent.py AIAgent._clean_session_content, as Hermes wrote snapshots from March 2026."""
+    if "<REASONING_SCRATCHPAD>" in content:  # agent/trajectory.py convert_scratchpad_to_think
+        content = content.replace("<REASONING_SCRATCHPAD>", "<think>").replace("</REASONING_SCRATCHPAD>", "</think>")
+    content = re.sub(r"\n+(<think>)", r"\n\1", content)
+    content = re.sub(r"(</think>)\n+", r"\1\n", content)
+    return content.strip()
+
+
+pieces = st.lists(st.sampled_from(["<REASONING_SCRATCHPAD>", "</REASONING_SCRATCHPAD>", "<think>", "</think>",
+                                   "\n", "\n\n\n", " ", "text", "é", "\ud83d", "[screenshot]"]) | st.text(max_size=4),
+                  max_size=12).map("".join)
+
+
+@given(pieces)
+def test_snapshot_cleaned_assistant_text_is_the_same_message(raw):
+    assert content_key("assistant", hermes_clean(raw)) == content_key("assistant", raw)
+    assert cleaned_text(cleaned_text(raw)) == cleaned_text(raw)
+
+
+def test_user_and_tool_text_is_not_cleaned():
+    assert content_key("user", "<REASONING_SCRATCHPAD>x</REASONING_SCRATCHPAD>") != content_key("user", "<think>x</think>")
+
+
+def test_parts_are_the_gateways_flattened_text():
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    assert durable_text([{"type": "text", "text": "look"}, image]) == "look\n[screenshot]"
+    assert durable_text([image, image]) == "[screenshot]\n[screenshot]"
+    assert durable_text([{"type": "audio"}]) is None
+    assert content_key("user", [{"type": "text", "text": "look"}, image]) == content_key("user", "look\n[screenshot]")
+
+
+def test_a_lone_surrogate_is_the_replacement_character_it_is_stored_as():
+    assert content_key("user", "cut \ud83d here") == content_key("user", "cut \ufffd here")
+    long = "x" * 100
+    assert content_key("user", long + "\ud83d") == content_key("user", long + "\ufffd")
+    assert isinstance(content_key("user", long), bytes)  # long text: a digest, not a second copy
+
+
+def test_inflated_repeats_go_unless_the_timed_copy_repeats_them_too():
+    q1, a1, q2, a2 = "q1", "a1", "q2", "a2"
+    assert deflate([q1, a1, q1, a1, q2, a2, q2, a2], [q1, a1, q2, a2]) == [2, 3, 6, 7]
+    assert deflate([q1, a1, q1, a1, q1, a1], [q1, a1]) == [2, 3, 4, 5]
+    ok, more, bye = "ok", "more?", "bye"
+    assert deflate([ok, more, ok, more, ok, bye], [ok, more, ok, bye]) == [2, 3]
+    assert deflate([ok, ok], [ok, ok]) == []  # the timed copy says it was said twice
+
+
+text = st.text(st.characters(blacklist_categories=["Cc"]) | st.sampled_from(["\ud800", "\udfff", "\n", "\x00"]),
+               max_size=30)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), text), min_size=1, max_size=5))
+def test_a_rerun_adds_nothing_whatever_the_text(messages):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "sessions"
+        folder.mkdir()
+        lines = [json.dumps({"role": role, "content": body, "timestamp": "2026-03-01T10:00:00"})
+                 for role, body in messages]
+        (folder / "20260301_100000_abcdef01.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        snapshot = {"session_id": "20260301_100000_abcdef01", "messages": [
+            {"role": role, "content": hermes_clean(body) if role == "assistant" else body} for role, body in messages]}
+        (folder / "session_20260301_100000_abcdef01.json").write_text(json.dumps(snapshot), encoding="utf-8")
+        db = Path(tmp) / "state.db"
+        _code, first = import_json(db, folder, options=["--tz", "UTC"])
+        _code, again = import_json(db, folder, options=["--tz", "UTC"])
+        assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)
+        stored = query(db, "SELECT COUNT(*) AS n FROM messages")[0]["n"]
+        assert stored == first["messages_imported"] <= len(messages)  # the snapshot added none of its own

@@ -1,0 +1,61 @@
+"""The code page of a file's non-UTF-8 text, chosen from the whole file and named in the report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hermes_state_tools.core.records import Problem
+from hermes_state_tools.importers.codepages import choose
+from hermes_state_tools.importers.text import JsonLine, iter_json_lines, read_document
+
+TURKISH = "Günaydın! Bugün İstanbul'da hava güneşli, şemsiyeye gerek yok. Çok teşekkürler ağabey."
+
+
+@pytest.mark.parametrize(("text", "codec"), [
+    (TURKISH, "cp1254"),
+    ("Café «résumé» — 5 €, naïve façade, “quotes” and ‘single’ ones…", "cp1252"),
+    ("Müller: Straße öffnen, schön", "cp1252"),
+    ("Þetta er íslenska, með ð og þ.", "cp1252"),
+    ("Zażółć gęślą jaźń, łódź", "cp1250"),
+    ("Привет, как дела? Всё хорошо.", "cp1251"),
+    ("Ąžuolas ir ėglė šalia upės", "cp1257"),
+])
+def test_the_page_the_text_was_written_in_is_chosen(text, codec):
+    assert choose([text.encode(codec)]).codec == codec
+
+
+def test_one_page_for_the_whole_file_even_where_a_line_alone_cannot_tell(tmp_path):
+    # "Ğ ğ ı İ ş Ş" alone reads as Icelandic letters in cp1252; the file's other line decides.
+    lines = [{"role": "user", "content": TURKISH}, {"role": "assistant", "content": "Ğ ğ ı İ ş Ş"}]
+    path = tmp_path / "20260210_101010_aa11bb22.jsonl"
+    path.write_bytes(b"".join(json.dumps(r, ensure_ascii=False).encode("cp1254") + b"\n" for r in lines))
+    items = list(iter_json_lines(path, str(path)))
+    assert [i.value["content"] for i in items if isinstance(i, JsonLine)] == [TURKISH, "Ğ ğ ı İ ş Ş"]
+    [notice] = [i for i in items if isinstance(i, Problem)]
+    assert (notice.kind, notice.failure) == ("decoded_cp1252", False)
+    assert "2 as cp1254" in notice.detail and "cp1254 chosen" in notice.detail
+
+
+def test_utf8_lines_of_a_mixed_file_stay_utf8(tmp_path):
+    path = tmp_path / "20260210_101010_aa11bb22.jsonl"
+    path.write_bytes(json.dumps({"content": "ğ utf8"}, ensure_ascii=False).encode() + b"\n"
+                     + json.dumps({"content": TURKISH}, ensure_ascii=False).encode("cp1254") + b"\n")
+    values = [i.value["content"] for i in iter_json_lines(path, str(path)) if isinstance(i, JsonLine)]
+    assert values == ["ğ utf8", TURKISH]
+
+
+def test_a_whole_object_file_names_its_page(tmp_path):
+    path = tmp_path / "session_x.json"
+    path.write_bytes(json.dumps({"messages": [{"role": "user", "content": TURKISH}]}, ensure_ascii=False)
+                     .encode("cp1254"))
+    document = read_document(path, str(path))
+    assert document.value["messages"][0]["content"] == TURKISH
+    assert "cp1254" in document.problems[0].detail
+
+
+def test_close_calls_name_the_other_reading():
+    # Only single letters: cp1252 and cp1254 both read them as a language's letters.
+    choice = choose(["Ð ð".encode("cp1252")])
+    assert choice.runner_up is not None
