@@ -145,7 +145,7 @@ def test_lines_that_are_not_export_records_fail(tmp_path):
 def test_lone_surrogates_fall_back_to_escaped_json(tmp_path):
     data = export_line(SESSION, [row(content="bad \ud800 half")], {}, [{}])
     assert data.isascii()
-    notice, session = read_lines(tmp_path, data)
+    session, notice = read_lines(tmp_path, data)
     assert session.messages[0].content == "bad \ud800 half"
     assert (notice.kind, notice.line, notice.failure) == ("lone_surrogate", 1, False)
 
