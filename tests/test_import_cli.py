@@ -52,7 +52,8 @@ def test_json_report_has_the_contract_keys_and_one_entry_per_problem(db_path):
     assert {"sessions_created", "sessions_updated", "messages_imported", "messages_skipped_duplicate", "files_read",
             "dry_run", "problems"} <= set(doc)
     assert counts(doc) == (6, 0, 26, 4, 8) and doc["dry_run"] is False
-    assert all(set(p) == {"file", "line", "kind", "detail"} and p["detail"] for p in doc["problems"])
+    assert all(set(p) == {"file", "line", "kind", "detail", "failure"} and p["detail"] for p in doc["problems"])
+    assert [p["kind"] for p in doc["problems"] if p["failure"]] == ["truncated_line"]
     assert located(doc, HOME_SESSIONS / "20260310_184211_a1c4e9b2.jsonl") == [(8, "blank_line"),
                                                                             (11, "truncated_line")]
 
@@ -63,7 +64,10 @@ def test_human_report_names_the_counts_and_each_problem(db_path):
     assert ("imported 26 messages: 6 sessions created, 0 updated; 4 already present (in the database or in "
             "another copy of the same session); 8 files read") in result.stdout
     assert "1 record could not be stored (exit code 1)" in result.stdout
-    assert f"{HOME_SESSIONS / '20260310_184211_a1c4e9b2.jsonl'}:11: truncated_line:" in result.stdout
+    assert "  FAILED truncated_line x1: " in result.stdout  # failures first, by kind, then the notices
+    assert f"{HOME_SESSIONS / '20260310_184211_a1c4e9b2.jsonl'}:11: last line is cut off" in result.stdout
+    assert result.stdout.index("FAILED") < result.stdout.index("notice blank_line")
+    assert "run again with --json" in result.stdout
 
 
 BAD_INPUTS = {

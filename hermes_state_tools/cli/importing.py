@@ -14,6 +14,7 @@ import click
 from hermes_state_tools.cli import main
 from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, plural, settings, show_progress
 from hermes_state_tools.cli.progress import ExportBar, ImportBars
+from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.ingest import import_paths
 from hermes_state_tools.views.export import FORMATS, export_file
 
@@ -34,16 +35,52 @@ def _human_import(doc: dict[str, Any]) -> str:
         f"created, {doc['sessions_updated']:,} updated; {doc['messages_skipped_duplicate']:,} already present "
         f"(in the database or in another copy of the same session); {plural(doc['files_read'], 'file')} read",
     ]
+    if doc.get("messages_enriched"):
+        lines.append(f"{plural(doc['messages_enriched'], 'stored message')} gained fields the files know "
+                     "(NULL columns filled, extra data added; nothing overwritten)")
+    lines += _dry_run_lines(doc)
     if doc.get("backup"):
         lines.append(f"the database was upgraded first; backup: {doc['backup']}")
-    if doc["problems"]:
-        counts = ", ".join(f"{kind} {n}" for kind, n in sorted(doc["problem_counts"].items()))
-        failures = doc["records_not_stored"]
-        lines.append(f"{plural(len(doc['problems']), 'problem')} ({counts}); "
-                     + (f"{plural(failures, 'record')} could not be stored (exit code 1):" if failures
-                        else "none lost a record:"))
-        lines += [f"  {p['file']}:{p['line'] or '-'}: {p['kind']}: {p['detail']}" for p in doc["problems"]]
+    lines += _problem_lines(doc)
     return "\n".join(lines)
+
+
+_NAMES_SHOWN = 20
+
+
+def _dry_run_lines(doc: dict[str, Any]) -> list[str]:
+    """A dry run names the sessions it would create and update, and what the real run would do first."""
+    if not doc["dry_run"]:
+        return []
+    lines = []
+    for key, verb in (("would_create", "create"), ("would_update", "update")):
+        ids = doc.get(key) or []
+        if ids:
+            shown = ", ".join(ids[:_NAMES_SHOWN]) + (f", ... ({len(ids):,} in all; --json lists every one)"
+                                                      if len(ids) > _NAMES_SHOWN else "")
+            lines.append(f"would {verb}: {shown}")
+    if doc.get("would_upgrade"):
+        lines.append(f"the real run would first back the database up and upgrade its schema "
+                     f"({doc['would_upgrade']})")
+    return lines
+
+
+def _problem_lines(doc: dict[str, Any]) -> list[str]:
+    """Problems by kind, failures first: a count, what the kind means and a few examples each."""
+    if not doc["problems"]:
+        return []
+    failures = doc["records_not_stored"]
+    notices = len(doc["problems"]) - failures
+    lines = [(f"{plural(failures, 'record')} could not be stored (exit code 1)" if failures
+              else "no record was lost") + f"; {plural(notices, 'notice')}:"]
+    for group in group_problems(doc["problems"]):
+        label = "FAILED" if group["failure"] else "notice"
+        lines.append(f"  {label} {group['kind']} x{group['count']:,}: {group['meaning']}")
+        lines += [f"      {p['file']}:{p['line'] or '-'}: {p['detail']}" for p in group["examples"]]
+        if group["count"] > len(group["examples"]):
+            lines.append(f"      ... and {group['count'] - len(group['examples']):,} more")
+    lines.append("the full list, every entry with its file and line: run again with --json")
+    return lines
 
 
 @main.command("import-jsonl")

@@ -9,6 +9,7 @@ failure (a value that could not be kept at all); the registry gives the usual ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,18 @@ KINDS: dict[str, ProblemKind] = {kind.name: kind for kind in _KINDS}
 def is_failure(kind: str) -> bool:
     """The registry's verdict for a kind; an unknown kind is a bug in the caller."""
     return KINDS[kind].failure
+
+
+EXAMPLES = 3  # entries shown per kind in a human report
+
+
+def group_problems(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Report entries grouped by kind, failures first, then the most frequent: kind, failure, count,
+    what the kind means and the first few entries (so 300 failures never hide among 900 notices)."""
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for problem in problems:
+        groups.setdefault((problem["kind"], bool(problem.get("failure"))), []).append(problem)
+    ordered = sorted(groups.items(), key=lambda item: (not item[0][1], -len(item[1]), item[0][0]))
+    return [{"kind": kind, "failure": failure, "count": len(entries),
+             "meaning": KINDS[kind].meaning if kind in KINDS else "", "examples": entries[:EXAMPLES]}
+            for (kind, failure), entries in ordered]

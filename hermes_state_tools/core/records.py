@@ -43,7 +43,8 @@ class Problem:
             raise KeyError(f"unregistered problem kind {self.kind!r}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "kind": self.kind, "detail": self.detail}
+        return {"file": self.file, "line": self.line, "kind": self.kind, "detail": self.detail,
+                "failure": self.failure}
 
 
 @dataclass(slots=True)
