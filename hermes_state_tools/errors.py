@@ -60,6 +60,10 @@ class ConfirmationRequired(HermesStateError):
     """A command that deletes ran without a terminal to confirm on and without --yes; nothing changed."""
 
 
+class SameDatabaseError(HermesStateError):
+    """`merge` was given the database it merges into as the other one."""
+
+
 class ImportReaderError(HermesStateError):
     """The import's reader process failed or died; what was committed before stays, a re-run finishes."""
 

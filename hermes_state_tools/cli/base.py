@@ -34,6 +34,7 @@ from hermes_state_tools.errors import (
     DestinationExistsError,
     HermesStateError,
     NotAHermesDatabaseError,
+    SameDatabaseError,
     SchemaTooNewError,
     SessionIdError,
     StorageIOError,
@@ -51,6 +52,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SessionIdError, EXIT_USAGE),
     (ConfirmationRequired, EXIT_USAGE),
     (DestinationExistsError, EXIT_USAGE),
+    (SameDatabaseError, EXIT_USAGE),
     (HermesStateError, EXIT_PROBLEMS),
 ]
 

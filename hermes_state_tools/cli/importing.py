@@ -16,6 +16,7 @@ from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, plu
 from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.ingest import import_paths
+from hermes_state_tools.ingest.merge_db import merge_database
 from hermes_state_tools.views.export import FORMATS, export_file
 
 
@@ -106,6 +107,33 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
     bars = ImportBars() if show_progress() else None
     try:
         stats = import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run, progress=bars)
+    finally:
+        if bars:
+            bars.close()
+    emit(stats.as_dict(), _human_import)
+    if stats.failed:
+        sys.exit(EXIT_PROBLEMS)
+
+
+@main.command("merge")
+@click.argument("other", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Read everything and report what would be written; write nothing.")
+@common_options()
+def merge(other: Path, dry_run: bool, as_json: bool) -> None:
+    """Bring every session and message of another state.db (another machine, a backup) into this one.
+
+    Messages are aligned as import-jsonl aligns copies: nothing doubles and a second run adds
+    nothing. OTHER is only read (schema 1-6, or a newer one through its v6 columns). The report
+    is import-jsonl's. Exit 1 when some record could not be stored.
+
+    \b
+    Examples:
+      hermes-state merge ~/laptop-state.db --dry-run
+      hermes-state --db ./state.db merge backups/state.db.bak-20260301 --json
+    """
+    bars = ImportBars() if show_progress() else None
+    try:
+        stats = merge_database(settings().db, other, dry_run=dry_run, progress=bars)
     finally:
         if bars:
             bars.close()

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing
-from hermes_state_tools.ingest.merge_copies import Existing, ExistingMessage, SessionPlan, plan_session
+from hermes_state_tools.ingest.merge_copies import Enrichment, Existing, ExistingMessage, SessionPlan, plan_session
 from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, Row, StagedRows
 from hermes_state_tools.ingest.units import Unit
 from hermes_state_tools.tables.messages import tool_call_increment
@@ -46,6 +46,8 @@ class Prepared:
     retimed: tuple[tuple[int, float], ...]  # stored rows moved forward to keep the merged order
     unit: Unit  # without its copies: enough to re-read and re-plan
     problems: tuple[Problem, ...] = ()
+    enrich: tuple[Enrichment, ...] = ()  # stored rows' NULL columns and extra keys the files know
+    foreign_ids: tuple[int, ...] = ()  # stored rows that are no message: moved into extra data
 
     @property
     def message_count(self) -> int:
@@ -53,7 +55,7 @@ class Prepared:
 
     @property
     def changes(self) -> bool:
-        return self.create or bool(self.message_count or self.row or self.retimed)
+        return self.create or bool(self.message_count or self.row or self.retimed or self.enrich or self.foreign_ids)
 
 
 _NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
@@ -118,7 +120,7 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         rows=_rows(plan), message_extras=tuple((n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra),
         tool_calls=_tool_call_count(plan.inserts),
         duplicates=plan.duplicates, problems=tuple(plan.problems), unit=shell, retimed=tuple(plan.retimed),
-        fingerprint=fingerprint_of(existing),
+        fingerprint=fingerprint_of(existing), enrich=tuple(plan.enrich), foreign_ids=plan.foreign_ids,
     )
 
 

@@ -58,8 +58,9 @@ def without_surrogates(value: Any) -> Any:
 
 
 def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> tuple[Problem, ...]:
-    """Insert one session's rows in order; text holding a lone surrogate is stored as U+FFFD (the
-    problem is returned)."""
+    """Insert one session's rows in order; text holding a lone surrogate is stored as U+FFFD. No problem
+    is returned for it any more: the readers report each one with its file and line (a surrogate only
+    comes from a JSON escape), and a second, per-session entry would count it twice."""
     # executemany stops at the first row it cannot bind with the earlier rows already in: the
     # savepoint takes them back out before the cleaned retry.
     problems: tuple[Problem, ...] = ()
@@ -68,8 +69,6 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> tu
         _insert_in_order(conn, table, rows)
     except UnicodeEncodeError:  # rare: some text held a lone surrogate
         conn.execute("ROLLBACK TO import_rows")
-        problems = (Problem(f"session {rows[0][0]}", None, "lone_surrogate",
-                            "text held a lone UTF-16 surrogate, which UTF-8 cannot store; stored as U+FFFD"),)
         _insert_in_order(conn, table, [tuple(without_surrogates(v) for v in row) for row in rows])
     conn.execute("RELEASE import_rows")
     return problems

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.records import Problem
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing
 from hermes_state_tools.ingest.merge_copies import Existing
@@ -21,7 +22,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
-from hermes_state_tools.store.opening import schema_change_pending
+from hermes_state_tools.store.opening import peek_version, schema_change_pending
 from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
@@ -42,9 +43,13 @@ class ImportStats:
     sessions_updated: int = 0
     messages_imported: int = 0
     messages_skipped_duplicate: int = 0
+    messages_enriched: int = 0  # stored messages that gained fields the files know
     files_read: int = 0
     backup: str | None = None  # taken when the database had to be upgraded first
+    would_upgrade: str | None = None  # a dry run: the schema change the real run would make (backup first)
     problems: list[Problem] = field(default_factory=list)
+    would_create: list[str] = field(default_factory=list)  # a dry run's session ids
+    would_update: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -56,19 +61,32 @@ class ImportStats:
         self.sessions_updated += item.updated
         self.messages_imported += item.messages
         self.messages_skipped_duplicate += item.duplicates
+        self.messages_enriched += item.enriched
         self.problems += item.problems
+        if self.dry_run and (item.created or item.updated):
+            (self.would_create if item.created else self.would_update).append(item.session_id)
 
     def as_dict(self) -> dict[str, Any]:
         kinds: dict[str, int] = {}
+        failures: dict[str, int] = {}
+        notices: dict[str, int] = {}
         for problem in self.problems:
             kinds[problem.kind] = kinds.get(problem.kind, 0) + 1
-        return {
+            side = failures if problem.failure else notices
+            side[problem.kind] = side.get(problem.kind, 0) + 1
+        doc: dict[str, Any] = {
             "ok": not self.failed, "dry_run": self.dry_run, "sessions_created": self.sessions_created,
             "sessions_updated": self.sessions_updated, "messages_imported": self.messages_imported,
-            "messages_skipped_duplicate": self.messages_skipped_duplicate, "files_read": self.files_read,
+            "messages_skipped_duplicate": self.messages_skipped_duplicate,
+            "messages_enriched": self.messages_enriched, "files_read": self.files_read,
             "backup": self.backup, "records_not_stored": sum(p.failure for p in self.problems),
-            "problem_counts": kinds, "problems": [p.as_dict() for p in self.problems],
+            "problem_counts": kinds, "failure_counts": failures, "notice_counts": notices,
+            "problems": [p.as_dict() for p in self.problems],
         }
+        if self.dry_run:
+            doc |= {"would_create": self.would_create, "would_update": self.would_update,
+                    "would_upgrade": self.would_upgrade}
+        return doc
 
 
 # A session another process keeps writing to is planned again after each batch that found it changed;
@@ -148,14 +166,25 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
             conn.close()
 
 
+def prepare_schema(db_path: Path, stats: ImportStats) -> None:
+    """Back the file up before the run upgrades it; a dry run says it would (and changes nothing)."""
+    if not (db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path)):
+        return
+    if stats.dry_run:
+        version = peek_version(db_path)
+        stats.would_upgrade = (f"schema version {version if version is not None else 'unknown'} -> {SCHEMA_VERSION}; "
+                               f"a backup beside {db_path.name} is taken first")
+    else:
+        stats.backup = str(backup_before_schema_change(db_path))
+
+
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
                  dry_run: bool = False, progress: Progress | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not); opening it for the import upgrades the schema: keep the file as it was first.
-    if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path) and not dry_run:
-        stats.backup = str(backup_before_schema_change(db_path))
+    prepare_schema(db_path, stats)
     files, found = discover(paths)
     log.problems += found
     if not files:  # nothing to write: the database is not created or opened for it

@@ -20,7 +20,7 @@ from hermes_state_tools.core.schema import SESSION_FIELDS, TRIGGERS
 from hermes_state_tools.ingest.existing import fingerprint
 from hermes_state_tools.ingest.rows import StagedRows, insert_rows, without_surrogates
 from hermes_state_tools.ingest.staging import insert_staged
-from hermes_state_tools.tables import counters, extras, lineage, titles
+from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
 
 if TYPE_CHECKING:
     from hermes_state_tools.ingest.prepare import Prepared
@@ -61,11 +61,12 @@ class Written:
     problems: tuple[Problem, ...]
     parent_parked: bool = False  # its parent link waits in the extra data for the final pass
     stored: bool = True  # False: SQLite refused a value and the session was rolled back alone
+    enriched: int = 0  # stored messages that gained NULL columns or extra data from the files
 
     @classmethod
     def planned(cls, item: Prepared, problems: tuple[Problem, ...] = (), parked: bool = False) -> Written:
         return cls(item.session_id, item.create, (not item.create) and item.changes, item.message_count,
-                   item.duplicates, item.problems + problems, parked)
+                   item.duplicates, item.problems + problems, parked, enriched=len(item.enrich))
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared, problems: list[
         names = ", ".join(row)
         conn.execute(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
     elif row:
-        sets = ", ".join(f"{name} = COALESCE({name}, ?)" for name in row)
+        sets = ", ".join(f"{name} = COALESCE(NULLIF({name}, ''), ?)" for name in row)  # '' is no value
         conn.execute(f"UPDATE sessions SET {sets} WHERE id = ?", (*row.values(), plan.session_id))
     return extra
 
@@ -134,6 +135,21 @@ def _retime(conn: sqlite3.Connection, item: Prepared, problems: list[Problem]) -
         + (", ...)" if len(item.retimed) > 5 else ")")))
 
 
+def _enrich(conn: sqlite3.Connection, item: Prepared) -> None:
+    """Fill stored messages' NULL (or '') columns and add the extra keys they lack; never overwrite."""
+    for enrichment in item.enrich:
+        if enrichment.columns:
+            values = {k: _json_text(v) for k, v in enrichment.columns.items()}
+            sets = ", ".join(f"{name} = COALESCE(NULLIF({name}, ''), ?)" for name in values)
+            conn.execute(f"UPDATE messages SET {sets} WHERE id = ? AND session_id = ?",
+                         (*(without_surrogates(v) for v in values.values()), enrichment.message_id, item.session_id))
+        extras.add_message_extra(conn, enrichment.message_id, item.session_id, enrichment.extra)
+
+
+def _json_text(value: Any) -> Any:
+    return jsonutil.dumps(value) if isinstance(value, (dict, list)) else value
+
+
 def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> Written:
     """Write one session inside a savepoint: a value SQLite refuses fails that session alone (reported).
     Staged rows are left for the caller's run of staged rows; rows in memory go in here."""
@@ -142,6 +158,9 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> Wr
     try:
         extra = _write_session_row(conn, item, problems)
         _retime(conn, item, problems)
+        _enrich(conn, item)
+        if item.foreign_ids:  # the February 2026 gateway's session_meta rows: into the extra data
+            foreign_rows.move_foreign_rows(conn, [item.session_id])
         extras.merge_session_extra(conn, item.session_id, extra)
         # Ids are consecutive: this transaction holds the write lock and AUTOINCREMENT never reuses one.
         if not isinstance(item.rows, StagedRows):

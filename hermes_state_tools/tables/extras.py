@@ -103,3 +103,15 @@ def drop_session_extra_key(conn: sqlite3.Connection, session_id: str, key: str) 
         conn.execute(f"UPDATE {SESSION_TABLE} SET data = ? WHERE session_id = ?", (jsonutil.dumps(data), session_id))
     else:
         conn.execute(f"DELETE FROM {SESSION_TABLE} WHERE session_id = ?", (session_id,))
+
+
+def add_message_extra(conn: sqlite3.Connection, message_id: int, session_id: str, data: dict[str, Any]) -> None:
+    """Add keys to one message's extra data; keys it already holds keep their value."""
+    if not data:
+        return
+    ensure_tables(conn)
+    row = conn.execute(f"SELECT data FROM {MESSAGE_TABLE} WHERE message_id = ?", (message_id,)).fetchone()
+    held = jsonutil.loads_or_raw(row[0]) if row else {}
+    merged = {**data, **(held if isinstance(held, dict) else {})}
+    conn.execute(f"INSERT OR REPLACE INTO {MESSAGE_TABLE} (message_id, session_id, data) VALUES (?, ?, ?)",
+                 (message_id, session_id, jsonutil.dumps(merged)))

@@ -1,0 +1,117 @@
+"""`hermes-state merge OTHER.db`: every session and message of another state.db into this one, with
+the import's alignment, so nothing doubles and a second run adds nothing.
+
+OTHER's sessions are read one at a time (other_db.py) as copies of kind "export", planned
+against this database like any legacy file's copy and written in the import's short batches.
+OTHER is only ever read, through a read-only connection, and never upgraded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+
+from hermes_state_tools.core.connection import connect
+from hermes_state_tools.core.records import LegacySession
+from hermes_state_tools.errors import SameDatabaseError
+from hermes_state_tools.ingest import run
+from hermes_state_tools.ingest.existing import load_existing, stored_session_ids
+from hermes_state_tools.ingest.merge_copies import Existing
+from hermes_state_tools.ingest.other_db import read_session, session_ids
+from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, batches, prepare
+from hermes_state_tools.ingest.units import ReadLog, Unit
+from hermes_state_tools.ingest.writer import Written, restore_parent_links
+from hermes_state_tools.store.opening import open_readonly
+from hermes_state_tools.store.session_db import SessionDB
+
+
+def _unit(other: sqlite3.Connection, session_id: str, file: str, log: ReadLog) -> Unit | None:
+    session, problems = read_session(other, session_id, file)
+    log.problems += problems
+    if session is None:
+        return None
+    return Unit(session_id, [session], (), _start(session))
+
+
+def _start(session: LegacySession) -> float:
+    started = session.fields.get("started_at")
+    return float(started) if isinstance(started, (int, float)) else 0.0
+
+
+def _units(other: sqlite3.Connection, file: str, log: ReadLog) -> Iterator[Unit]:
+    for session_id in session_ids(other):
+        log.files_read = 1
+        unit = _unit(other, session_id, file, log)
+        if unit is not None:
+            yield unit
+
+
+def _local_batches(db_path: Path, units: Iterator[Unit]) -> Generator[Batch, None, None]:
+    conn = connect(db_path, readonly=True)
+    try:
+        known = stored_session_ids(conn)
+        for items in batches(p for unit in units if (p := prepare(conn, unit, known=known)) is not None):
+            yield Batch(tuple(items))
+    finally:
+        conn.close()
+
+
+def _replanner(other: sqlite3.Connection, file: str) -> Callable[[sqlite3.Connection, Unit], Prepared | None]:
+    """A session that changed under its plan is read from OTHER again and planned anew."""
+    def replan(conn: sqlite3.Connection, shell: Unit) -> Prepared | None:
+        unit = _unit(other, shell.session_id, file, ReadLog())  # its problems were reported once
+        return prepare(conn, unit) if unit is not None else None
+
+    return replan
+
+
+def _dry_run(db_path: Path, units: Iterator[Unit], stats: run.ImportStats) -> None:
+    conn = connect(db_path, readonly=True) if db_path.exists() and db_path.stat().st_size else None
+    written: dict[str, Existing] = {}
+    try:
+        for unit in units:
+            before = written.get(unit.session_id)
+            if before is None and conn is not None:
+                before = load_existing(conn, unit.session_id)
+            item = prepare(None, unit, before)
+            if item is not None:
+                stats.count(Written.planned(item))
+                written[unit.session_id] = as_written(item, before)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return a.exists() and b.exists() and a.samefile(b)
+    return False
+
+
+def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
+                   progress: run.Progress | None = None) -> run.ImportStats:
+    """Merge every session of the database at `other_path` into the store at `db_path` (created if missing)."""
+    if _same_file(db_path, other_path):
+        raise SameDatabaseError(f"{other_path} is the database being merged into")
+    stats, log = run.ImportStats(dry_run=dry_run), ReadLog()
+    other = open_readonly(other_path)
+    file = str(other_path)
+    try:
+        run.prepare_schema(db_path, stats)
+        if progress:
+            progress.start(1)
+        if dry_run:
+            _dry_run(db_path, _units(other, file, log), stats)
+        else:
+            with SessionDB(db_path) as db:
+                parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
+                                        _replanner(other, file), progress)
+                log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
+    finally:
+        other.close()
+    stats.problems = log.problems + stats.problems
+    stats.files_read = 1
+    return stats
+

@@ -1,0 +1,96 @@
+"""`hermes-state merge OTHER.db`: every session of another state.db comes in once, OTHER only read."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from helpers import file_digests
+from import_helpers import cli, query
+from schema_fixtures import MANIFEST, load_fixture
+
+from hermes_state_tools import SessionDB
+
+
+def merge_json(db: Path, other: Path, *options: str) -> tuple[int, dict]:
+    result = cli("--db", db, "merge", other, *options, "--json", "--no-progress")
+    assert "Traceback" not in result.stderr
+    return result.exit_code, json.loads(result.stdout)
+
+
+def store(path: Path, sessions: dict[str, list[tuple[str, str]]], **fields) -> Path:
+    db = SessionDB(path)
+    for sid, messages in sessions.items():
+        db.create_session(sid, fields.get("source", "cli"), model=fields.get("model"))
+        for role, text in messages:
+            db.append_message(sid, role, text)
+    db.close()
+    return path
+
+
+def test_a_second_merge_adds_nothing_and_other_keeps_every_byte(tmp_path):
+    sessions = {"a": [("user", "q"), ("assistant", "r"), ("user", "q2")], "b": [("user", "x")]}
+    other = store(tmp_path / "other.db", sessions, source="discord", model="x/y")
+    ours = tmp_path / "state.db"
+    conn = sqlite3.connect(other)
+    rows = conn.execute("SELECT role, content, timestamp FROM messages WHERE session_id = 'a' ORDER BY id").fetchall()
+    conn.close()
+    db = SessionDB(ours)
+    db.create_session("a", "cli")
+    for role, content, stamp in rows[:2]:
+        mid = db.append_message("a", role, content)
+        db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (stamp, mid))
+    db._conn.commit()
+    db.close()
+    before = file_digests(other)
+    code, first = merge_json(ours, other)
+    assert code == 0 and (first["sessions_created"], first["sessions_updated"]) == (1, 1)
+    assert (first["messages_imported"], first["messages_skipped_duplicate"]) == (2, 2)
+    code, again = merge_json(ours, other)
+    assert (code, again["messages_imported"], again["sessions_created"], again["sessions_updated"]) == (0, 0, 0, 0)
+    assert file_digests(other) == before
+    assert [r["content"] for r in query(ours, "SELECT content FROM messages WHERE session_id = 'a' ORDER BY id")] == [
+        "q", "r", "q2"]
+    assert query(ours, "SELECT source, model FROM sessions WHERE id = 'b'") == [{"source": "discord", "model": "x/y"}]
+
+
+@pytest.mark.parametrize("name", ["v1", "v3", "v5", "v6"])
+def test_every_schema_version_merges_whole(tmp_path, name):
+    other = load_fixture(name, tmp_path)
+    before = file_digests(other)
+    code, doc = merge_json(tmp_path / "state.db", other)
+    assert code == 0, doc["problems"]
+    assert doc["sessions_created"] == MANIFEST[name]["sessions"]
+    assert doc["messages_imported"] + doc["messages_skipped_duplicate"] == MANIFEST[name]["messages"]
+    assert file_digests(other) == before
+    assert merge_json(tmp_path / "state.db", other)[1]["messages_imported"] == 0
+
+
+def test_a_dry_run_writes_nothing_and_counts_as_the_real_run(tmp_path):
+    other = store(tmp_path / "other.db", {"a": [("user", "q"), ("assistant", "r")]})
+    code, dry = merge_json(tmp_path / "state.db", other, "--dry-run")
+    assert code == 0 and not (tmp_path / "state.db").exists()
+    _code, real = merge_json(tmp_path / "state.db", other)
+    keys = ("sessions_created", "sessions_updated", "messages_imported", "messages_skipped_duplicate")
+    assert [dry[k] for k in keys] == [real[k] for k in keys]
+
+
+def test_merging_a_database_into_itself_is_refused(tmp_path):
+    ours = store(tmp_path / "state.db", {"a": [("user", "q")]})
+    result = cli("--db", ours, "merge", ours, "--no-progress")
+    assert result.exit_code == 2 and "merged into" in result.stderr
+
+
+def test_rows_that_are_no_message_go_to_extra_data(tmp_path):
+    other = store(tmp_path / "other.db", {"a": [("user", "q")]})
+    conn = sqlite3.connect(other)
+    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('a', 'session_meta', NULL, 1)")
+    conn.commit()
+    conn.close()
+    code, _doc = merge_json(tmp_path / "state.db", other)
+    assert code == 0
+    assert query(tmp_path / "state.db", "SELECT role FROM messages") == [{"role": "user"}]
+    [extra] = query(tmp_path / "state.db", "SELECT data FROM hst_session_extra WHERE session_id = 'a'")
+    assert json.loads(extra["data"])["foreign_rows"][0]["role"] == "session_meta"
