@@ -68,7 +68,8 @@ def _identity(path: Path, file: str, value: dict[str, Any]) -> tuple[str, str, d
         return inner, kind, {}, []  # `session_.json`: the id inside is the only one there is
     if inner is None or inner == session_id:
         return session_id, kind, {}, []
-    detail = f"the file name says {session_id!r}, the file says {inner!r}; the file name's id is used"
+    detail = (f"the file name says {session_id!r}, the file says {inner!r}; the file name's id is used "
+              "(unless the id inside is a compression child of it)")
     problem = Problem(file, None, "session_id_mismatch", detail)
     return session_id, kind, {"snapshot_session_id": inner}, [problem]
 

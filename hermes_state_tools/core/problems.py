@@ -47,6 +47,8 @@ _KINDS = (
     ProblemKind("bad_tool_call", False, "a tool call could not be parsed; kept as text"),
     ProblemKind("skipped_entry", False, "an index entry without a usable session was skipped"),
     ProblemKind("session_id_mismatch", False, "a snapshot's own session_id differs from its file name"),
+    ProblemKind("compression_child", False, "a snapshot named after a session held its compression child; "
+                "imported into the child"),
     ProblemKind("duplicate_block", False, "a file repeats a whole earlier block; the repeat was not stored again"),
     ProblemKind("lone_surrogate", False, "text held an unpaired surrogate, stored as U+FFFD"),
     # Writing

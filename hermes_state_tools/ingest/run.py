@@ -18,7 +18,7 @@ from hermes_state_tools.ingest.existing import load_existing
 from hermes_state_tools.ingest.merge_copies import Existing
 from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, prepare
 from hermes_state_tools.ingest.staging import attached
-from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
+from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
@@ -99,7 +99,8 @@ Replan = Callable[[sqlite3.Connection, Unit], "Prepared | None"]
 def _replanner(tz: tzinfo | None, source: str | None) -> Replan:
     """Re-read a unit's files and plan it against the database as it is now (outside any write)."""
     def replan(conn: sqlite3.Connection, shell: Unit) -> Prepared | None:
-        reader = UnitReader([], tz, source, ReadLog())  # a private log: these problems were reported once
+        # A private log: these problems were reported once.
+        reader = UnitReader([], tz, source, ReadLog(), parent_links(conn))
         copies = [c for path in shell.files for c in reader.records(Path(path), shell.session_id)]
         unit = Unit(shell.session_id, copies, shell.files, shell.fallback_start, shell.end_hint, shell.index_entry)
         return prepare(conn, unit)
@@ -153,7 +154,7 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
     conn = connect(db_path, readonly=True) if db_path.exists() and db_path.stat().st_size else None
     written: dict[str, Existing] = {}
     try:
-        for unit in UnitReader(files, tz, source, log).units():
+        for unit in UnitReader(files, tz, source, log, parent_links(conn)).units():
             before = written.get(unit.session_id)
             if before is None and conn is not None:
                 before = load_existing(conn, unit.session_id)

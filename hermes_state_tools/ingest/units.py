@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
 
@@ -50,11 +51,35 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def parent_links(conn: sqlite3.Connection | None) -> dict[str, str]:
+    """child id -> parent id for every stored session with a parent (what tells a compression child's
+    snapshot saved under its parent's name from a snapshot that merely names another id)."""
+    if conn is None:
+        return {}
+    return dict(conn.execute("SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL"))
+
+
+def _as_child(record: LegacySession, parents: dict[str, str]) -> tuple[LegacySession, Problem | None]:
+    """Between late February and late March 2026, after compression split a session, the snapshot of
+    the child's conversation went to session_<parent id>.json with the child's id inside. When the id
+    inside is a child of the file's session, the copy is the child's."""
+    inner = record.extra.get("snapshot_session_id")
+    if record.kind != "snapshot" or not isinstance(inner, str) or parents.get(inner) != record.session_id:
+        return record, None
+    extra = {k: v for k, v in record.extra.items() if k != "snapshot_session_id"}
+    extra["snapshot_file_session_id"] = record.session_id
+    detail = (f"the file is named after session {record.session_id} but holds its compression child {inner} "
+              "(a snapshot bug of February-March 2026); its messages belong to the child")
+    return replace(record, session_id=inner, extra=extra), Problem(record.file, None, "compression_child", detail)
+
+
 class UnitReader:
     """Groups files by the session their name gives and yields one unit per session."""
 
-    def __init__(self, files: list[Path], tz: tzinfo | None, source: str | None, log: ReadLog) -> None:
+    def __init__(self, files: list[Path], tz: tzinfo | None, source: str | None, log: ReadLog,
+                 parents: dict[str, str] | None = None) -> None:
         self.tz, self.source, self.log = tz, source, log
+        self.parents = parents or {}
         self.index: dict[str, LegacySession] = {}
         self.groups: dict[str, list[Path]] = {}
         self.singles: list[Path] = []
@@ -73,7 +98,11 @@ class UnitReader:
         for record in read_file(path, self.tz, self.source):
             if isinstance(record, Problem):
                 self.log.problems.append(record)
-            elif session_id is None or record.session_id == session_id:
+                continue
+            record, moved = _as_child(record, self.parents) if self.parents else (record, None)
+            if session_id is None or record.session_id == session_id:
+                if moved is not None:
+                    self.log.problems.append(moved)
                 yield record
 
     def units(self) -> Iterator[Unit]:

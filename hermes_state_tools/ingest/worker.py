@@ -32,7 +32,7 @@ from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
 from hermes_state_tools.ingest.existing import stored_session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
-from hermes_state_tools.ingest.units import ReadLog, UnitReader
+from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
 
 
 def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
@@ -41,7 +41,7 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
     conn = connect(db_path, readonly=True) if db_path is not None else None
     try:
         known = stored_session_ids(conn) if conn is not None else set()
-        reader = UnitReader(files, tz, source, log)
+        reader = UnitReader(files, tz, source, log, parent_links(conn))
         yield from batches(p for unit in reader.units() if (p := prepare(conn, unit, known=known)) is not None)
     finally:
         if conn is not None:
