@@ -10,6 +10,9 @@
 2. memory: peak RSS of the import process at 1x and 4x the corpus (flat means streaming).
 3. export: `hermes-state export` of the whole database against a bare SELECT of the same rows
    serialised with orjson. Ratio = baseline time / export time.
+4. one big session (--big-mb, default 200; 0 skips): peak RSS of importing one gateway JSONL of that
+   much text (tool outputs of ~1 MB) and of importing it again, against the bar of about twice the
+   session's text.
 """
 
 from __future__ import annotations
@@ -146,6 +149,36 @@ def export_baseline(db: Path, out: Path) -> float:
     return time.perf_counter() - began
 
 
+def write_big_session(path: Path, megabytes: int) -> int:
+    """One gateway transcript with ~`megabytes` of text in 1 MB tool outputs; returns its text length."""
+    chunk = ("lorem ipsum dolor sit amet " * 40_000)[:1_000_000]
+    text = 0
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(orjson.dumps({"role": "session_meta", "model": "m", "platform": "telegram",
+                                "timestamp": START.isoformat()}).decode() + "\n")
+        for n in range(megabytes):
+            call = [{"id": f"call_{n}", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]
+            for record in ({"role": "user", "content": f"step {n}"}, {"role": "assistant", "content": "",
+                           "tool_calls": call}, {"role": "tool", "content": chunk, "tool_call_id": f"call_{n}"},
+                           {"role": "assistant", "content": f"done {n}"}):
+                record["timestamp"] = START.isoformat()
+                out.write(orjson.dumps(record).decode() + "\n")
+                text += len(str(record.get("content") or ""))
+    return text
+
+
+def big_session_memory(root: Path, megabytes: int) -> None:
+    folder = root / "big"
+    folder.mkdir()
+    text = write_big_session(folder / "20260301_090000_0badcafe.jsonl", megabytes)
+    db = root / "big.db"
+    command = ["--db", str(db), "import-jsonl", str(folder), "--no-progress", "--json"]
+    _, first = run_cli(command)
+    _, again = run_cli(command)
+    print(f"memory:  one session of {text / 2**20:.0f} MiB text: peak RSS first import {first / 1024:.0f} MiB, "
+          f"re-import {again / 1024:.0f} MiB (bar ~{2 * text / 2**20:.0f} MiB, twice the text)")
+
+
 def _settle(root: Path, keep: Path | None = None) -> None:
     """Drop the previous runs' databases and flush dirty pages, so no run pays for another's write-back."""
     for path in root.glob("*.db*"):
@@ -164,6 +197,7 @@ def main() -> None:
     parser.add_argument("--messages-per-session", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side, interleaved; medians compared")
     parser.add_argument("--no-scale", action="store_true", help="skip the 4x corpus memory run")
+    parser.add_argument("--big-mb", type=int, default=200, help="MB of text in the one-big-session run (0: skip)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
         root = Path(scratch)
@@ -198,6 +232,8 @@ def main() -> None:
             _, rss4 = run_cli(["--db", str(root / "import4x.db"), "import-jsonl", str(root / "sessions4x"),
                                "--no-progress", "--json"])
             print(f"memory:  peak RSS at 4x {rss4 / 1024:.0f} MiB (1x {rss / 1024:.0f} MiB)")
+        if args.big_mb:
+            big_session_memory(root, args.big_mb)
 
 
 if __name__ == "__main__":
