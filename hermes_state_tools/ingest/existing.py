@@ -7,7 +7,7 @@ import sqlite3
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.ingest.align import message_key
-from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, Existing, ExistingMessage
+from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
 from hermes_state_tools.tables import extras
 from hermes_state_tools.tables.foreign_rows import MESSAGE_ROLES
 
@@ -38,6 +38,8 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
             continue
         calls = jsonutil.loads_or_raw(m[4]) if m[4] else None
         missing = frozenset(c for c, v in zip(enriched, m[6:], strict=True) if v is None or v == "")
+        if isinstance(m[2], str) and not m[2].startswith(jsonutil.MULTIMODAL_PREFIX):
+            missing |= {PARTS_KEY}  # stored as text: a copy's list of parts (its images) is kept beside it
         messages.append(ExistingMessage(m[0], m[1], None, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),
                                         missing, extra_keys.get(m[0], frozenset())))
     return Existing(dict(row), tuple(messages), tuple(foreign))

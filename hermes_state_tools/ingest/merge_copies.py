@@ -26,6 +26,9 @@ _COUNTER_DEFAULTS = {"input_tokens", "output_tokens", "cache_read_tokens", "cach
 # only role, content and tool fields): filled where NULL, never overwritten.
 ENRICHED_COLUMNS = ("tool_name", "finish_reason", "reasoning", "token_count", "reasoning_details",
                     "codex_reasoning_items")
+# From May 2026 the gateway stored a message with an image as its text plus "[screenshot]" while the
+# JSONL kept the parts (the image itself): the parts go to the stored row's extra data under this key.
+PARTS_KEY = "content_parts"
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,10 @@ def _take_fields(slot: _Slot, message: LegacyMessage) -> None:
     extra keys (filled on write), a new message's empty fields (the first copy's values stay)."""
     if slot.stored is not None:
         for name in slot.stored.missing:
+            if name == PARTS_KEY:
+                if isinstance(message.content, list) and PARTS_KEY not in slot.stored.extra_keys:
+                    slot.fill_extra.setdefault(PARTS_KEY, message.content)
+                continue
             value = getattr(message, name)
             if value is not None and value != "":
                 slot.fill.setdefault(name, value)
