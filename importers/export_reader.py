@@ -14,6 +14,8 @@ from typing import Any
 
 from hermes_state_tools.core.export_format import FORMAT, JSON_COLUMNS, is_export_record
 from hermes_state_tools.core.records import (
+    FOREIGN_ROLES,
+    FOREIGN_ROWS_KEY,
     SOURCE_FALLBACK,
     SOURCE_FROM_INDEX,
     LegacyMessage,
@@ -73,12 +75,16 @@ def _read_record(item: JsonLine, file: str, tz: tzinfo | None) -> Iterator[Legac
         yield Problem(file, item.number, "wrong_type", detail, rows is not None)
         rows = []
     messages: list[LegacyMessage] = []
+    foreign = [row for row in rows if isinstance(row, dict) and row.get("role") in FOREIGN_ROLES]
+    rows = [row for row in rows if not (isinstance(row, dict) and row.get("role") in FOREIGN_ROLES)]
     for position, row in enumerate(rows, 1):
         message, problems = _read_message(row, Where(file, item.number, position, shared=True), tz)
         yield from problems
         if message is not None:
             messages.append(message)
     extra = dict(extra) if isinstance(extra, dict) else {}
+    if foreign:  # rows that are no message (session_meta rows an export of such a database holds)
+        extra.setdefault(FOREIGN_ROWS_KEY, foreign)
     fields = {key: column for key, column in session.items() if key != "id"}
     for key in [k for k, v in fields.items() if not _fits_column(k, v)]:
         extra[f"original_{key}"] = fields.pop(key)

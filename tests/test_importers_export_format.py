@@ -204,3 +204,12 @@ def test_hermes_own_export_is_read_like_ours(tmp_path):
     first, second = session.messages
     assert (first.role, first.content, first.timestamp, first.extra) == ("user", "hi", 1.5, {})
     assert second.tool_calls[0]["id"] == "c1" and second.extra == {"api_content": "x"}
+
+
+def test_rows_that_are_no_message_in_an_export_go_to_extra_data(tmp_path):
+    line = hermes_export_line()
+    meta_row = {"id": 6, "session_id": line["id"], "role": "session_meta", "content": None, "timestamp": 1.0}
+    line["messages"].insert(0, meta_row)
+    [session] = [r for r in read_lines(tmp_path, (json.dumps(line) + "\n").encode()) if isinstance(r, LegacySession)]
+    assert [m.role for m in session.messages] == ["user", "assistant"]
+    assert session.extra["foreign_rows"] == [meta_row]

@@ -22,6 +22,11 @@ SOURCE_FROM_META = 2
 SOURCE_FROM_SNAPSHOT = 1
 SOURCE_FALLBACK = 0
 
+# Roles of rows that are no message: the February 2026 gateway also wrote its session_meta lines
+# into `messages`. Such rows are kept in the session's extra data under FOREIGN_ROWS_KEY instead.
+FOREIGN_ROLES = ("session_meta",)
+FOREIGN_ROWS_KEY = "foreign_rows"
+
 
 @dataclass(frozen=True)
 class Problem:

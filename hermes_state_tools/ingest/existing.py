@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.records import FOREIGN_ROLES
 from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.ingest.align import message_key
 from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
 from hermes_state_tools.tables import extras
-from hermes_state_tools.tables.foreign_rows import MESSAGE_ROLES
 
 Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
 
@@ -33,7 +33,7 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
                   if isinstance(data, dict)}
     messages, foreign = [], []
     for m in cursor:
-        if m[1] not in MESSAGE_ROLES:
+        if m[1] in FOREIGN_ROLES:
             foreign.append(m[0])
             continue
         calls = jsonutil.loads_or_raw(m[4]) if m[4] else None

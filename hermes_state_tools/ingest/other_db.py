@@ -15,10 +15,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
-from hermes_state_tools.core.records import SOURCE_FROM_INDEX, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.core.records import (
+    FOREIGN_ROLES,
+    FOREIGN_ROWS_KEY,
+    SOURCE_FROM_INDEX,
+    LegacyMessage,
+    LegacySession,
+    Problem,
+)
 from hermes_state_tools.core.schema import MESSAGE_FIELDS, SESSION_FIELDS, table_columns
 from hermes_state_tools.tables import extras
-from hermes_state_tools.tables.foreign_rows import EXTRA_KEY, MESSAGE_ROLES
 
 _JSON_COLUMNS = ("tool_calls", "reasoning_details", "codex_reasoning_items")
 _INT64 = 2**63
@@ -47,7 +53,7 @@ def read_session(conn: sqlite3.Connection, session_id: str, file: str) -> tuple[
         fields["source"] = "unknown"
     messages, foreign = _messages(conn, session_id, where, problems)
     if foreign:
-        session_extra[EXTRA_KEY] = foreign
+        session_extra[FOREIGN_ROWS_KEY] = foreign
     rank = SOURCE_FROM_INDEX  # the store's own source column: as sure as a source gets
     return LegacySession(session_id, file, "export", fields, rank, tuple(messages), session_extra), problems
 
@@ -66,7 +72,7 @@ def _messages(conn: sqlite3.Connection, session_id: str, where: str,
     for values in cursor:
         row = dict(zip(columns, values, strict=True))
         extra = kept.get(row["id"]) if isinstance(kept.get(row["id"]), dict) else {}
-        if row.get("role") not in MESSAGE_ROLES:
+        if row.get("role") in FOREIGN_ROLES or not isinstance(row.get("role"), str):
             foreign.append({**row, "session_id": session_id, **({"extra": extra} if extra else {})})
             continue
         messages.append(_message(row, dict(extra or {}), where, problems))

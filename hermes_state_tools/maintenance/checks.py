@@ -172,13 +172,13 @@ def schema_version(conn: sqlite3.Connection) -> Iterator[Finding]:
 
 
 def foreign_roles(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """Rows in `messages` whose role is no message role (the February 2026 gateway's session_meta rows)."""
+    """Rows in `messages` that are no message (the February 2026 gateway's session_meta rows)."""
     found = foreign_rows.sessions_with_foreign_rows(conn)
     if found:
         total = sum(count for _, count in found)
         ids = tuple(sid for sid, _ in found)
-        yield Finding("foreign_role", f"{total} rows in messages are no message (role not one of "
-                                      f"{', '.join(foreign_rows.MESSAGE_ROLES)}) in {len(found)} sessions: "
+        yield Finding("foreign_role", f"{total} rows in messages are no message (role "
+                                      f"{', '.join(foreign_rows.FOREIGN_ROLES)}) in {len(found)} sessions: "
                                       f"{_sample(ids)}; replaying them sends them to the API", ids)
 
 

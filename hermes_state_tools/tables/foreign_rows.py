@@ -10,11 +10,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.records import FOREIGN_ROLES as FOREIGN_ROLES  # named in check's finding
+from hermes_state_tools.core.records import FOREIGN_ROWS_KEY
 from hermes_state_tools.tables import counters, extras
 
-MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
-EXTRA_KEY = "foreign_rows"  # the session extra key the moved rows are kept under
-_NOT_A_MESSAGE = f"role NOT IN ({', '.join(repr(r) for r in MESSAGE_ROLES)})"
+EXTRA_KEY = FOREIGN_ROWS_KEY  # the session extra key the moved rows are kept under
+_NOT_A_MESSAGE = f"role IN ({', '.join(repr(r) for r in FOREIGN_ROLES)})"
 _FILLED_FIELDS = ("model", "system_prompt", "user_id")
 
 
