@@ -212,4 +212,5 @@ def test_rows_that_are_no_message_in_an_export_go_to_extra_data(tmp_path):
     line["messages"].insert(0, meta_row)
     [session] = [r for r in read_lines(tmp_path, (json.dumps(line) + "\n").encode()) if isinstance(r, LegacySession)]
     assert [m.role for m in session.messages] == ["user", "assistant"]
-    assert session.extra["foreign_rows"] == [meta_row]
+    [kept] = session.extra["foreign_rows"]
+    assert (kept["role"], kept["content"], kept["timestamp"]) == ("session_meta", None, 1.0)
