@@ -136,8 +136,9 @@ def _timed(slots: list[_Slot]) -> bool:
 
 def deflate(keys: list[Key], reference: list[Key], longest: int = 16) -> list[int]:
     """Indexes of an untimed copy's messages that repeat the block just before them (a gateway bug,
-    fixed in March 2026, wrote each exchange 2-3 times: q1 a1 q1 a1 q2 a2 ...), unless the timed
-    copies (`reference`) hold that block twice in a row too (a real repeat)."""
+    fixed in March 2026, wrote each exchange 2-3 times: q1 a1 q1 a1 q2 a2 ...) where the timed copies
+    (`reference`) hold that block once; not when they hold it twice in a row too (a real repeat) or
+    not at all (nothing says how often it was said)."""
     where: dict[Key, list[int]] = {}
     for index, key in enumerate(reference):
         where.setdefault(key, []).append(index)
@@ -148,7 +149,8 @@ def deflate(keys: list[Key], reference: list[Key], longest: int = 16) -> list[in
         for size in range(1, longest + 1):
             block = [keys[i] for i in kept[at:at + size]]
             again = [keys[i] for i in kept[at + size:at + 2 * size]]
-            if len(again) == size and block == again and not _held_twice(block, reference, where):
+            if len(again) == size and block == again and _held(block, reference, where, 1) \
+                    and not _held(block, reference, where, 2):
                 dropped += kept[at + size:at + 2 * size]
                 del kept[at + size:at + 2 * size]
                 break
@@ -157,9 +159,10 @@ def deflate(keys: list[Key], reference: list[Key], longest: int = 16) -> list[in
     return sorted(dropped)
 
 
-def _held_twice(block: list[Key], reference: list[Key], where: dict[Key, list[int]]) -> bool:
-    doubled = block + block
-    return any(reference[p:p + len(doubled)] == doubled for p in where.get(block[0], ()))
+def _held(block: list[Key], reference: list[Key], where: dict[Key, list[int]], times: int) -> bool:
+    """Whether the timed copies hold the block `times` times in a row."""
+    repeated = block * times
+    return any(reference[p:p + len(repeated)] == repeated for p in where.get(block[0], ()))
 
 
 def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int]:
