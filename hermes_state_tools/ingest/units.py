@@ -73,6 +73,15 @@ def _as_child(record: LegacySession, parents: dict[str, str]) -> tuple[LegacySes
     return replace(record, session_id=inner, extra=extra), Problem(record.file, None, "compression_child", detail)
 
 
+def _may_be_child(record: LegacySession) -> bool:
+    """A snapshot naming another session inside and opening with a compression summary: decided once
+    the whole import's parent links are known (the stored ones decided it already in `records`)."""
+    inner = record.extra.get("snapshot_session_id")
+    first = record.messages[0].content if record.messages else None
+    return (record.kind == "snapshot" and isinstance(inner, str) and isinstance(first, str)
+            and first.lstrip().startswith("[CONTEXT SUMMARY]"))
+
+
 class UnitReader:
     """Groups files by the session their name gives and yields one unit per session."""
 
@@ -106,20 +115,37 @@ class UnitReader:
                 yield record
 
     def units(self) -> Iterator[Unit]:
+        deferred: list[tuple[LegacySession, Path]] = []
         for sid in sorted(self.groups):
             paths = self.groups[sid]
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
                 for record in self.records(path):
-                    by_id.setdefault(record.session_id, []).append(record)
+                    self._learn(record)
+                    if _may_be_child(record):
+                        deferred.append((record, path))  # until every export line of this import is read
+                    else:
+                        by_id.setdefault(record.session_id, []).append(record)
             for session_id, copies in by_id.items():
                 yield self.unit(session_id, copies, paths)
         for path in self.singles:
             for record in self.records(path):
+                self._learn(record)
                 yield self.unit(record.session_id, [record], [path])
+        for record, path in deferred:
+            record, moved = _as_child(record, self.parents)
+            if moved is not None:
+                self.log.problems.append(moved)
+            yield self.unit(record.session_id, [record], [path])
         for session_id, entry in sorted(self.index.items()):  # index entries that no transcript named
             yield Unit(session_id, [], (), 0.0, None, entry)
         self.index = {}
+
+    def _learn(self, record: LegacySession) -> None:
+        """Parent links this import names (export lines), which tell a compression child's snapshot."""
+        parent = record.fields.get("parent_session_id")
+        if isinstance(parent, str):
+            self.parents.setdefault(record.session_id, parent)
 
     def unit(self, session_id: str, copies: list[LegacySession], paths: list[Path]) -> Unit:
         ends = [parse_timestamp(c.extra.get("last_updated"), self.tz) for c in copies]

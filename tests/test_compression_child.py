@@ -1,0 +1,57 @@
+"""A compression child's snapshot written under its parent's name (late February - late March 2026)
+goes to the child, when the child's parent link is stored or named by this import (export lines)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from import_helpers import import_json, query
+
+from hermes_state_tools.core.export_format import export_line
+
+PARENT, CHILD = "20260310_080000_e5f6a7", "20260310_093000_f6a7b8"
+SUMMARY = "[CONTEXT SUMMARY]: the parser refactor; steps 1-2 are done."
+
+
+def snapshot(folder: Path) -> None:
+    messages = [{"role": "user", "content": SUMMARY}, {"role": "user", "content": "Now step 3"},
+                {"role": "assistant", "content": "Step 3 done."}]
+    (folder / f"session_{PARENT}.json").write_text(json.dumps(
+        {"session_id": CHILD, "session_start": "2026-03-10T09:30:00", "messages": messages}))
+
+
+def session_row(sid: str, parent: str | None, started: float) -> dict:
+    return {"id": sid, "source": "cli", "parent_session_id": parent, "started_at": started, "ended_at": started + 60,
+            "end_reason": "compression" if parent is None else None}
+
+
+def test_a_parent_link_named_in_the_same_import_moves_the_snapshot_to_the_child(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    message = {"role": "user", "content": "Refactor the parser", "timestamp": 1773129610.0}
+    (folder / "backup.jsonl").write_bytes(
+        export_line(session_row(PARENT, None, 1773129600.0), [message])
+        + export_line(session_row(CHILD, PARENT, 1773135000.0), []))
+    snapshot(folder)
+    code, doc = import_json(tmp_path / "state.db", folder, options=["--tz", "UTC"])
+    assert code == 0, doc["problems"]
+    assert [p["kind"] for p in doc["problems"]].count("compression_child") == 1
+    contents = [r["content"] for r in query(tmp_path / "state.db",
+                                            "SELECT content FROM messages WHERE session_id = ? ORDER BY timestamp, id",
+                                            (CHILD,))]
+    assert contents == [SUMMARY, "Now step 3", "Step 3 done."]
+    assert query(tmp_path / "state.db", "SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", (PARENT,)) == [
+        {"n": 1}]
+    _code, again = import_json(tmp_path / "state.db", folder, options=["--tz", "UTC"])
+    assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)
+
+
+def test_without_a_parent_link_the_file_name_decides(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    snapshot(folder)
+    code, doc = import_json(tmp_path / "state.db", folder, options=["--tz", "UTC"])
+    assert code == 0
+    assert [r["id"] for r in query(tmp_path / "state.db", "SELECT id FROM sessions")] == [PARENT]
+    assert "session_id_mismatch" in [p["kind"] for p in doc["problems"]]
