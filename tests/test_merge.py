@@ -56,7 +56,7 @@ def test_a_second_merge_adds_nothing_and_other_keeps_every_byte(tmp_path):
     assert query(ours, "SELECT source, model FROM sessions WHERE id = 'b'") == [{"source": "discord", "model": "x/y"}]
 
 
-@pytest.mark.parametrize("name", ["v1", "v3", "v5", "v6"])
+@pytest.mark.parametrize("name", ["v1", "v3", "v5", "v6", "trap_version_7"])
 def test_every_schema_version_merges_whole(tmp_path, name):
     other = load_fixture(name, tmp_path)
     before = file_digests(other)
