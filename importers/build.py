@@ -52,7 +52,9 @@ def build_session(
 
 
 def _key(message: LegacyMessage) -> tuple[Any, ...]:
-    return (message.role, message.content, message.tool_calls, message.tool_call_id)
+    # The re-append bug copied the history with its timestamps: an exchange said again later (a
+    # second "ok" a minute on) is no repeat. Untimed files (snapshots) cannot tell the two apart.
+    return (message.role, message.content, message.tool_calls, message.tool_call_id, message.timestamp)
 
 
 def drop_duplicate_blocks(

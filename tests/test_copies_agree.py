@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from import_helpers import import_json, query
 
 from hermes_state_tools.ingest.align import cleaned_text, content_key, durable_text
-from hermes_state_tools.ingest.merge_copies import deflate
+from hermes_state_tools.ingest.merge_copies import inflated
 
 
 def hermes_clean(content: str) -> str:
@@ -57,13 +57,16 @@ def test_a_lone_surrogate_is_the_replacement_character_it_is_stored_as():
 
 
 def test_inflated_repeats_go_unless_the_timed_copy_repeats_them_too():
-    q1, a1, q2, a2 = "q1", "a1", "q2", "a2"
-    assert deflate([q1, a1, q1, a1, q2, a2, q2, a2], [q1, a1, q2, a2]) == [2, 3, 6, 7]
-    assert deflate([q1, a1, q1, a1, q1, a1], [q1, a1]) == [2, 3, 4, 5]
-    ok, more, bye = "ok", "more?", "bye"
-    assert deflate([ok, more, ok, more, ok, bye], [ok, more, ok, bye]) == [2, 3]
-    assert deflate([ok, ok], [ok, ok]) == []  # the timed copy says it was said twice
-    assert deflate([ok, ok], [more]) == []  # the timed copy does not know it: nothing says how often
+    def dropped(untimed: list[str], timed: list[str]) -> list[int]:
+        return sorted(inflated([("user" if w[0] == "q" else "assistant", w) for w in untimed],
+                               [("user" if w[0] == "q" else "assistant", w) for w in timed]))
+
+    assert dropped(["q1", "a1", "q1", "a1", "q2", "a2", "q2", "a2"], ["q1", "a1", "q2", "a2"]) == [2, 3, 6, 7]
+    assert dropped(["q1", "a1", "q1", "a1", "q1", "a1"], ["q1", "a1"]) == [2, 3, 4, 5]
+    assert dropped(["qok", "amore", "qok", "amore", "qok", "abye"], ["qok", "amore", "qok", "abye"]) == [2, 3]
+    assert dropped(["qok", "amore", "qok", "amore"], ["qok", "amore", "qok", "amore"]) == []  # said twice
+    assert dropped(["qok", "aok", "qok", "aok"], ["qx", "ax"]) == []  # unknown to the timed copy: kept
+    assert dropped(["q1", "a1", "q1", "a1", "q1", "a1", "q1", "a1"], ["q1", "a1", "q1", "a1"]) == [4, 5, 6, 7]
 
 
 text = st.text(st.characters(blacklist_categories=["Cc"]) | st.sampled_from(["\ud800", "\udfff", "\n", "\x00"]),
@@ -88,3 +91,36 @@ def test_a_rerun_adds_nothing_whatever_the_text(messages):
         assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)
         stored = query(db, "SELECT COUNT(*) AS n FROM messages")[0]["n"]
         assert stored == first["messages_imported"] <= len(messages)  # the snapshot added none of its own
+
+
+words = st.sampled_from(["ok", "yes", "hi", "deploy it", "done.",
+                         "<REASONING_SCRATCHPAD>x</REASONING_SCRATCHPAD>\n\nok"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(words, words, st.integers(1, 3)), min_size=1, max_size=6), st.booleans())
+def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat):
+    """The JSONL holds each exchange once; the snapshot (cleaned text) repeats some 2-3 times, as the
+    gateway's double-write bug did, and maybe re-appends the whole history too: stored once each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "sessions"
+        folder.mkdir()
+        sid = "20260301_100000_abcdef01"
+        lines, inflated = [], []
+        for n, (question, answer, times) in enumerate(exchanges):
+            stamp = f"2026-03-01T10:{n:02d}:00"
+            pair = [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+            lines += [{**m, "timestamp": stamp} for m in pair]
+            inflated += [{**m, "content": hermes_clean(m["content"]) if m["role"] == "assistant" else m["content"]}
+                         for m in pair] * times
+        if whole_history_repeat:
+            inflated += inflated
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+        (folder / f"session_{sid}.json").write_text(json.dumps({"session_id": sid, "messages": inflated}))
+        db = Path(tmp) / "state.db"
+        import_json(db, folder, options=["--tz", "UTC"])
+        rows = query(db, "SELECT role, content FROM messages ORDER BY timestamp, id")
+        stored = [(r["role"], r["content"]) for r in rows]
+        assert stored == [(m["role"], m["content"]) for m in lines]
+        _code, again = import_json(db, folder, options=["--tz", "UTC"])
+        assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)

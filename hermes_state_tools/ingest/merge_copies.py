@@ -7,7 +7,9 @@ messages), the plan goes out; writer.py turns plans into SQL.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from difflib import SequenceMatcher
 from typing import Any
 
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
@@ -134,35 +136,38 @@ def _timed(slots: list[_Slot]) -> bool:
     return any(s.timestamp is not None for s in slots)
 
 
-def deflate(keys: list[Key], reference: list[Key], longest: int = 16) -> list[int]:
-    """Indexes of an untimed copy's messages that repeat the block just before them (a gateway bug,
-    fixed in March 2026, wrote each exchange 2-3 times: q1 a1 q1 a1 q2 a2 ...) where the timed copies
-    (`reference`) hold that block once; not when they hold it twice in a row too (a real repeat) or
-    not at all (nothing says how often it was said)."""
-    where: dict[Key, list[int]] = {}
-    for index, key in enumerate(reference):
-        where.setdefault(key, []).append(index)
-    kept: list[int] = list(range(len(keys)))
-    dropped: list[int] = []
-    at = 0
-    while at < len(kept):
-        for size in range(1, longest + 1):
-            block = [keys[i] for i in kept[at:at + size]]
-            again = [keys[i] for i in kept[at + size:at + 2 * size]]
-            if len(again) == size and block == again and _held(block, reference, where, 1) \
-                    and not _held(block, reference, where, 2):
-                dropped += kept[at + size:at + 2 * size]
-                del kept[at + size:at + 2 * size]
-                break
+def _exchanges(keys: Sequence[Key]) -> list[tuple[tuple[Key, ...], list[int]]]:
+    """Runs of equal consecutive exchanges (a user message and what follows it up to the next one):
+    (the exchange's keys, the index where each of its copies starts)."""
+    runs: list[tuple[tuple[Key, ...], list[int]]] = []
+    start = 0
+    for at in range(1, len(keys) + 1):
+        if at < len(keys) and keys[at][0] != "user":
+            continue
+        exchange = tuple(keys[start:at])
+        if runs and runs[-1][0] == exchange:
+            runs[-1][1].append(start)
         else:
-            at += 1
-    return sorted(dropped)
+            runs.append((exchange, [start]))
+        start = at
+    return runs
 
 
-def _held(block: list[Key], reference: list[Key], where: dict[Key, list[int]], times: int) -> bool:
-    """Whether the timed copies hold the block `times` times in a row."""
-    repeated = block * times
-    return any(reference[p:p + len(repeated)] == repeated for p in where.get(block[0], ()))
+def inflated(keys: Sequence[Key], reference: Sequence[Key]) -> set[int]:
+    """Indexes of an untimed copy's messages that repeat an exchange more often in a row than the timed
+    copies (`reference`) do: a gateway bug, fixed in March 2026, wrote each message 2-3 times, and
+    snapshots taken from it repeat every exchange (q1 a1 q1 a1 q2 a2 q2 a2 ...). The timed copies'
+    multiplicity wins; an exchange they do not hold at all is left alone."""
+    ours, theirs = _exchanges(keys), _exchanges(reference)
+    dropped: set[int] = set()
+    matcher = SequenceMatcher(None, [e for e, _ in ours], [e for e, _ in theirs], autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            exchange, starts = ours[block.a + offset]
+            held = len(theirs[block.b + offset][1])
+            for start in starts[held:]:
+                dropped.update(range(start, start + len(exchange)))
+    return dropped
 
 
 def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int]:
@@ -170,14 +175,16 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
     if not slots:  # nothing to align against (the usual case: a session new to the database)
         return [_Slot(None, m.timestamp, m) for m in incoming], 0
     keys = [_key_of(m) for m in incoming]
+    existing_keys = [s.identity() for s in slots]
+    matched = align(existing_keys, keys)
     repeats = 0
     if _timed(slots) and incoming and all(m.timestamp is None for m in incoming):
-        dropped = set(deflate(keys, [s.identity() for s in slots]))
+        dropped = inflated(keys, existing_keys)
         if dropped:
-            incoming = [m for i, m in enumerate(incoming) if i not in dropped]
-            keys = [k for i, k in enumerate(keys) if i not in dropped]
+            incoming = [m for n, m in enumerate(incoming) if n not in dropped]
+            keys = [k for n, k in enumerate(keys) if n not in dropped]
             repeats = len(dropped)
-    matched = align([s.identity() for s in slots], keys)
+            matched = align(existing_keys, keys)
     additions: dict[int, list[_Slot]] = {}
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
         if index is None:
