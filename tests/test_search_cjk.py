@@ -134,3 +134,29 @@ def test_hostile_queries_never_raise(store) -> None:
 @given(st.text(alphabet="東京大阪天気のはnginx ()\"*-ORANDNOT", max_size=20))
 def test_any_query_runs(store, query: str) -> None:
     found(store, query)
+
+
+_CJK_TEXT = st.text(alphabet="東京大阪天気の晴れ안녕世界计划 nginxdeploy。", min_size=1, max_size=40)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_CJK_TEXT, start=st.integers(0, 40), length=st.integers(1, 6), indexed=st.booleans())
+def test_any_piece_of_a_cjk_run_finds_its_message(db: SessionDB, text: str, start: int, length: int,
+                                                   indexed: bool) -> None:
+    from hermes_state_tools.search.sanitize import CJK_RUN
+
+    runs = [run for run in CJK_RUN.findall(text.replace("。", " ")) if run]
+    if not runs:
+        return
+    run = runs[start % len(runs)]
+    piece = run[start % len(run):][:length]
+    session = f"s{abs(hash((text, start, length, indexed)))}"
+    db.create_session(session, "cli")
+    message = db.append_message(session, "user", text)
+    if indexed and HAS_TRIGRAM:
+        with db._conn:
+            trigram.refresh(db._conn)
+    found = [r["id"] for r in db.search_messages(piece, source_filter=["cli"], limit=10_000)]
+    assert message in found
+    assert all(piece in db._conn.execute("SELECT content FROM messages WHERE id = ?", (i,)).fetchone()[0]
+               for i in found)

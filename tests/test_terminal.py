@@ -145,3 +145,4 @@ def test_the_pager_is_off_without_a_terminal_or_when_asked() -> None:
     assert not render.should_page(True, Tty(), {"PAGER": "less"})
     assert not render.should_page(False, Tty(), {"PAGER": "cat"})
     assert not render.should_page(False, Tty(), {"PAGER": ""})
+    assert not render.should_page(False, Tty(), {"PAGER": "no-such-pager-here -R"})  # printed instead

@@ -4,6 +4,7 @@ colour only on a terminal (never with NO_COLOR), and a pager the way git uses on
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -163,8 +164,17 @@ def pager_command(env: Mapping[str, str] | None = None) -> str | None:
     for name in ("HERMES_STATE_PAGER", "PAGER"):
         if name in env:
             value = env[name].strip()
-            return None if value in ("", "cat") else value
+            return None if value in ("", "cat") or not _runnable(value) else value
     return "less" if shutil.which("less") else None
+
+
+def _runnable(command: str) -> bool:
+    """A pager that is not installed would swallow the text: print it instead."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return bool(words) and shutil.which(words[0]) is not None
 
 
 def should_page(no_pager: bool, stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> bool:
