@@ -65,8 +65,10 @@ def known_sources(conn: sqlite3.Connection) -> list[str]:
 
 def require_sources(conn: sqlite3.Connection, wanted: list[str] | None) -> None:
     """A --source no session has is a mistake worth saying, not an empty result."""
+    if not wanted:
+        return
     known = known_sources(conn)
-    for source in wanted or []:
+    for source in wanted:
         if source not in known:
             listed = ", ".join(known) if known else "none: the database has no sessions"
             raise UnknownSourceError(f"no session has source {source!r} (known sources: {listed})")
