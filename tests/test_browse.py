@@ -50,19 +50,15 @@ def test_metadata_names_the_search_index_under_the_files_stem(store: Path) -> No
     assert metadata(store.with_name("backup.db"))["databases"].keys() == {"backup"}
 
 
-def test_immutable_only_when_no_wal_holds_anything(store: Path) -> None:
-    assert immutable(store)
-    writer = SessionDB(store)
-    try:
-        writer._conn.execute("PRAGMA wal_autocheckpoint=0")
-        writer.append_message("20260519_140233_c0ffee12", "user", "newest")
-        assert not immutable(store)
-        command = datasette_command(store, store.with_name("m.json"), 8001)
-        assert "-i" not in command and str(store) in command
-    finally:
-        writer.close()
-    command = datasette_command(store, store.with_name("m.json"), 8001)
-    assert command[command.index("--host") + 1] == "127.0.0.1" and "-i" in command
+def test_immutable_only_for_a_copy_not_in_wal_mode(store: Path, tmp_path: Path) -> None:
+    assert not immutable(store)  # Hermes's live store: WAL, may change while the server runs
+    command = datasette_command(store, tmp_path / "m.json", 8001)
+    assert "-i" not in command and str(store) in command
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert "-i" in datasette_command(store, tmp_path / "m.json", 8001, force_immutable=True)
+    copy = tmp_path / "copy.db"
+    assert CliRunner().invoke(main, ["--db", str(store), "backup", str(copy)]).exit_code == 0
+    assert immutable(copy) and "-i" in datasette_command(copy, tmp_path / "m.json", 8001)
 
 
 def test_browse_refuses_a_missing_file_before_starting_anything(tmp_path: Path) -> None:

@@ -19,13 +19,16 @@ from hermes_state_tools.views.browse import DEFAULT_PORT, datasette_command, dat
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535),
               help="Port on 127.0.0.1 to serve on.")
 @click.option("--open", "open_browser", is_flag=True, help="Open a web browser on the page.")
+@click.option("--immutable", "force_immutable", is_flag=True,
+              help="Open the file immutable even in WAL mode: only for a copy nothing writes to.")
 @click.option("--print-metadata", is_flag=True, help="Print the Datasette metadata (JSON) and exit.")
 @common_options(json_output=False)
-def browse(port: int, open_browser: bool, print_metadata: bool) -> None:
+def browse(port: int, open_browser: bool, force_immutable: bool, print_metadata: bool) -> None:
     """Browse the database in Datasette (read-only, 127.0.0.1): search box, facets, canned queries.
 
     Needs the optional extra: pip install 'hermes-state-tools[browse]'. The file is opened
-    read-only (immutable when no WAL holds anything); the `messages` table gets its search box
+    read-only (immutable for a copy not in WAL mode, such as a backup; Hermes's live
+    WAL file is read as it changes); the `messages` table gets its search box
     (the v6 FTS table is named in the metadata), facets by role, source and model, and canned
     queries: sessions with preview, lineage of a session, tokens by model, and a substring search
     that finds CJK text anywhere. Ctrl-C stops the server.
@@ -46,7 +49,7 @@ def browse(port: int, open_browser: bool, print_metadata: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="hermes-state-browse-") as folder:
         meta_file = Path(folder) / "metadata.json"
         meta_file.write_text(json.dumps(metadata(path)), "utf-8")
-        command = datasette_command(path, meta_file, port, ["-o"] if open_browser else [])
+        command = datasette_command(path, meta_file, port, ["-o"] if open_browser else [], force_immutable)
         click.echo(f"serving {path} read-only on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)
         try:
             code = subprocess.call(command)

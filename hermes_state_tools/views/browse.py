@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.store.opening import reading
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8001
+_WAL_FORMAT = 2  # the file format write version in byte 18 of the header: 2 = WAL
 _HIDDEN = ("messages_fts", "schema_version", "hst_messages_trigram", "hst_messages_trigram_state")
 _QUERIES: dict[str, dict[str, str]] = {
     'sessions_with_preview': {
@@ -90,17 +90,22 @@ def metadata(db_path: Path) -> dict[str, Any]:
 
 
 def immutable(db_path: Path) -> bool:
-    """Whether Datasette may open the file `immutable` (faster, no locking): only when no WAL holds
-    anything, since SQLite then ignores the WAL and would show the file without its newest commits."""
-    wal = sidecar_paths(db_path)[0]
-    return not (wal.exists() and wal.stat().st_size > 0)
+    """Whether Datasette may open the file `immutable` (no locking, faster): only a file that is
+    not in WAL mode, such as a `hermes-state backup` copy. Hermes keeps its live store in WAL
+    mode and may write while the server runs; an immutable reader would miss those commits or
+    misread pages that change under it. (Whether some process has the file open cannot be told
+    from its -wal/-shm files: any reader leaves them behind.)"""
+    with db_path.open("rb") as handle:
+        header = handle.read(20)
+    return len(header) == 20 and header[18] != _WAL_FORMAT
 
 
-def datasette_command(db_path: Path, metadata_file: Path, port: int, extra: list[str] | None = None) -> list[str]:
+def datasette_command(db_path: Path, metadata_file: Path, port: int, extra: list[str] | None = None,
+                      force_immutable: bool = False) -> list[str]:
     """`python -m datasette serve` on 127.0.0.1, read-only (a plain file is opened mode=ro)."""
     with reading(db_path):
         pass  # a missing, foreign or newer file is refused before a server starts
-    target = ["-i", str(db_path)] if immutable(db_path) else [str(db_path)]
+    target = ["-i", str(db_path)] if force_immutable or immutable(db_path) else [str(db_path)]
     return [sys.executable, "-m", "datasette", "serve", *target, "-m", str(metadata_file),
             "--host", HOST, "--port", str(port), "--setting", "sql_time_limit_ms", "3000",
             "--setting", "facet_time_limit_ms", "500", *(extra or [])]
