@@ -70,3 +70,7 @@ class ImportReaderError(HermesStateError):
 
 class SearchIndexMissingError(HermesStateError):
     """The FTS table or its triggers are missing; `repair` (or opening with SessionDB) rebuilds them."""
+
+
+class UnknownSourceError(HermesStateError):
+    """A --source that no session in the database has (the known sources are listed)."""

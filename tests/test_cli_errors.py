@@ -29,7 +29,6 @@ def store(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(("args", "hint"), [
     (["--json", "status"], "go after the command"),
-    (["search", "disk", "usage"], "quote an argument"),
     (["search", "x", "--limit", "0", "--json"], None),
     (["sessions", "show"], None),
 ])

@@ -146,6 +146,7 @@ def test_source_option_filters(home_db, options, expected):
 
 def test_output_file_holds_the_same_bytes_as_stdout(tmp_path, home_db):
     out = tmp_path / "exports" / "all.jsonl"
+    out.parent.mkdir()
     assert cli("--db", home_db, "export", "-o", out, "--no-progress").exit_code == 0
     assert out.read_bytes() == export_bytes(home_db)
     assert [p.name for p in out.parent.iterdir()] == ["all.jsonl"]

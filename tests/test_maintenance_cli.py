@@ -182,6 +182,7 @@ def test_a_database_locked_past_the_retries_is_exit_75_and_unchanged(tmp_path, m
 
 def test_backup_copies_and_reports(tmp_path, healthy):
     dest = tmp_path / "backups" / "copy.db"
+    dest.parent.mkdir()
     code, doc = cli_json("--db", healthy, "backup", dest)
     assert code == 0
     assert (doc["path"], doc["sessions"], doc["messages"], doc["bytes"]) == (str(dest), 4, 8, dest.stat().st_size)
@@ -268,8 +269,9 @@ def test_sessions_list_shows_top_level_conversations_newest_first(healthy):
     assert [s["id"] for s in cli_json("--db", healthy, "sessions", "list", "--source", "cli")[1]["sessions"]] == [
         "alpha"]
     human = cli("--db", healthy, "sessions", "list", "--limit", "1").stdout.splitlines()
-    assert human[0].split() == ["id", "started", "source", "title", "messages", "preview"]
-    assert len(human) == 2 and human[1].startswith("delta ") and "Delta" in human[1]
+    assert human[0].split() == ["id", "started", "last", "active", "source", "msgs", "title", "preview"]
+    assert len(human) == 3 and human[1].startswith("delta ") and "Delta" in human[1]
+    assert human[2] == "1 of 2 sessions"
 
 
 def test_sessions_show_takes_a_unique_prefix(healthy):

@@ -25,3 +25,21 @@ def test_quick_start_is_exactly_two_commands() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci_script = (ROOT / ".ci" / "run").read_text("utf-8")
     assert _quick_start_commands()[1] in ci_script.splitlines()
+
+
+def test_quick_start_works_where_the_system_python_refuses_pip() -> None:
+    # PEP 668: `python3 -m pip install` outside a virtual environment is refused on current
+    # Debian/Ubuntu/Fedora ("externally-managed-environment"); both commands install into ./.venv.
+    for command in _quick_start_commands():
+        assert command.startswith("python3 -m venv .venv && .venv/bin/python -m pip install ")
+        assert not re.search(r"(?<!\.venv/bin/)\bpython3 -m pip\b", command)
+    ci_script = (ROOT / ".ci" / "run").read_text("utf-8")
+    assert ".venv/bin/python -m pip install '.[test]'" in ci_script  # from this checkout's files
+
+
+def test_the_test_extra_brings_datasette_for_the_browse_test() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
+    test_extra = pyproject.split("test = [", 1)[1].split("]", 1)[0]
+    browse_extra = pyproject.split("browse = [", 1)[1].split("]", 1)[0]
+    assert '"datasette>=0.65,<1.0"' in test_extra and '"datasette>=0.65,<1.0"' in browse_extra
+    assert "[project.urls]" in pyproject and "classifiers = [" in pyproject

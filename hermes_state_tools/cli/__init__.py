@@ -7,14 +7,34 @@ from pathlib import Path
 import click
 
 from hermes_state_tools import __version__
-from hermes_state_tools.cli.base import Settings, ToolGroup
+from hermes_state_tools.cli.base import DB_HELP, Settings, ToolGroup
 from hermes_state_tools.core.paths import default_db_path
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 
+_EPILOG = """\b
+Database: --db FILE (before or after the command), else $HERMES_HOME/state.db,
+else ~/.hermes/state.db.
 
-@click.group(cls=ToolGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", "db", type=click.Path(path_type=Path, dir_okay=False),
-              help="Database file (default: $HERMES_HOME/state.db, i.e. ~/.hermes/state.db).")
+\b
+Exit codes:
+  0   success; for check/repair/maintain: healthy
+  1   problems found or left (listed in the report), or records not imported
+  2   usage error, a missing file, or a file that is not a Hermes database
+  3   the database has a newer schema than this tool (nothing was changed)
+  65  the database file is damaged (restore a backup)
+  70  internal error, a bug (--debug shows the traceback)
+  74  I/O error: disk full, quota, read/write failure
+  75  the database stayed locked by another writer (try again later)
+
+\b
+More: hermes-state help COMMAND, hermes-state COMMAND --help.
+Shell completion (bash; zsh_source, fish_source for those shells):
+  eval "$(_HERMES_STATE_COMPLETE=bash_source hermes-state)"
+"""
+
+
+@click.group(cls=ToolGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
+@click.option("--db", "db", type=click.Path(path_type=Path, dir_okay=False), help=DB_HELP)
 @click.option("--debug", is_flag=True, envvar="HERMES_STATE_DEBUG",
               help="On an internal error (exit 70), print the traceback (also HERMES_STATE_DEBUG=1).")
 @click.version_option(__version__, "--version", prog_name="hermes-state",
@@ -34,7 +54,16 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
 
 def _register() -> None:
     # Each module adds its commands to `main`.
-    from hermes_state_tools.cli import importing, maintenance, search, sessions, status, upgrade  # noqa: F401
+    from hermes_state_tools.cli import (  # noqa: F401
+        browse,
+        guide,
+        importing,
+        maintenance,
+        search,
+        sessions,
+        status,
+        upgrade,
+    )
 
 
 _register()

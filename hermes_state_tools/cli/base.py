@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
+from hermes_state_tools.cli import helptext
 from hermes_state_tools.core.connection import (
     SQLITE_AUTH,
     SQLITE_CANTOPEN,
@@ -38,6 +39,7 @@ from hermes_state_tools.errors import (
     SchemaTooNewError,
     SessionIdError,
     StorageIOError,
+    UnknownSourceError,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
@@ -53,6 +55,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ConfirmationRequired, EXIT_USAGE),
     (DestinationExistsError, EXIT_USAGE),
     (SameDatabaseError, EXIT_USAGE),
+    (UnknownSourceError, EXIT_USAGE),
     (HermesStateError, EXIT_PROBLEMS),
 ]
 
@@ -137,13 +140,41 @@ _OPTION_HINTS = {
 }
 
 
+def _missing_json(exc: click.UsageError) -> str | None:
+    """`export --json`: the option is after the command already; the command simply has none."""
+    if not (isinstance(exc, click.NoSuchOption) and exc.option_name == "--json" and exc.ctx is not None
+            and exc.ctx.parent is not None and not isinstance(exc.ctx.command, click.Group)):
+        return None
+    name = exc.ctx.command_path.split(" ", 1)[-1]
+    if name == "export":
+        return "export has no --json: it writes data, not a report (use --format json for a JSON export)"
+    return f"{name} has no --json option"
+
+
 def usage_line(exc: click.UsageError) -> str:
     """A click usage error as one line, with a hint for the mistakes newcomers make."""
+    special = _missing_json(exc)
+    if special is not None:
+        return special
     message = " ".join(exc.format_message().split())
-    if exc.ctx is not None and exc.ctx.parent is not None:  # name the subcommand, not the program again
-        message = f"{exc.ctx.command_path.split(' ', 1)[-1]}: {message}"
-    hints = [hint for needle, hint in _OPTION_HINTS.items() if needle in message]
+    subcommand = exc.ctx is not None and exc.ctx.parent is not None
+    if subcommand:  # name the subcommand, not the program again
+        message = f"{exc.ctx.command_path.split(' ', 1)[-1]}: {message}"  # type: ignore[union-attr]
+    # The "goes after the command" hints are only true when the option was given before it.
+    after = subcommand and not isinstance(exc.ctx.command, click.Group)  # type: ignore[union-attr]
+    hints = [hint for needle, hint in _OPTION_HINTS.items()
+             if needle in message and not (after and needle.startswith("--"))]
     return message + (f" ({hints[0]})" if hints else "")
+
+
+def quiet_broken_pipe() -> NoReturn:
+    """stdout's reader went away (`| head`): not the database's fault, so stop quietly with exit 0."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not fail again
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_OK)
 
 
 INTERRUPTED = "interrupted; what was already written is kept whole, re-run to finish"
@@ -151,6 +182,13 @@ INTERRUPTED = "interrupted; what was already written is kept whole, re-run to fi
 
 class ToolGroup(click.Group):
     """A click group that turns library errors into one-line messages and the contract's exit codes."""
+
+    context_class = helptext.Context
+    command_class = helptext.Command
+    group_class = type  # subgroups (`sessions`) are ToolGroups too
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        helptext.format_commands(self, ctx, formatter)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -160,10 +198,15 @@ class ToolGroup(click.Group):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without its command: click's own multi-line help on stderr, exit 2
+            sys.exit(EXIT_USAGE)
+        except BrokenPipeError:
+            quiet_broken_pipe()
         except click.UsageError as exc:
             message = usage_line(exc)
             click.echo(f"hermes-state: {message}", err=True)
-            if "--json" in argv:
+            if "--json" in argv and _missing_json(exc) is None:  # stdout of `export` is data
                 click.echo(orjson.dumps({"ok": False, "error": message}).decode())
             sys.exit(EXIT_USAGE)
         except click.Abort as exc:
@@ -185,6 +228,8 @@ class ToolGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            quiet_broken_pipe()
         except Exception as exc:
             code = exit_code_for(exc)
             state = ctx.find_object(Settings)
@@ -205,6 +250,16 @@ def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     return value
 
 
+def _set_db(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    """`hermes-state status --db x.db`: where sqlite-utils and Datasette users put it."""
+    state = ctx.find_object(Settings)
+    if state is not None and value is not None:
+        state.db = value.expanduser()
+
+
+DB_HELP = "Database file (default: $HERMES_HOME/state.db, i.e. ~/.hermes/state.db)."
+
+
 def _set_progress(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     state = ctx.find_object(Settings)
     if state is not None:
@@ -213,9 +268,11 @@ def _set_progress(ctx: click.Context, _param: click.Parameter, value: bool) -> b
 
 
 def common_options(*, json_output: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """`--no-progress` on every command, `--json` on every command that reports."""
+    """`--db` and `--no-progress` on every command, `--json` on every command that reports."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn = click.option("--db", type=click.Path(path_type=Path, dir_okay=False), expose_value=False,
+                          is_eager=True, callback=_set_db, help=DB_HELP)(fn)
         fn = click.option("--no-progress", is_flag=True, expose_value=False, is_eager=True,
                           callback=_set_progress, help="Never show progress bars.")(fn)
         if json_output:
@@ -242,6 +299,14 @@ def show_progress() -> bool:
 def when(epoch: float | None) -> str:
     """A Unix time as local 'YYYY-MM-DD HH:MM:SS', '-' for none."""
     return dt.datetime.fromtimestamp(epoch).isoformat(sep=" ", timespec="seconds") if epoch else "-"
+
+
+def existing_folder(_ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """An output path's folder must exist: a typo in it should not create folders on a guess."""
+    if value is not None and not value.expanduser().parent.is_dir():
+        raise click.BadParameter(f"folder {value.expanduser().parent} does not exist (create it first)",
+                                 param=param)
+    return value.expanduser() if value is not None else None
 
 
 def plural(count: int, noun: str) -> str:

@@ -12,7 +12,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import click
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, plural, settings, show_progress
+from hermes_state_tools.cli.base import (
+    EXIT_PROBLEMS,
+    common_options,
+    emit,
+    existing_folder,
+    plural,
+    settings,
+    show_progress,
+)
 from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.ingest import import_paths
@@ -143,13 +151,18 @@ def merge(other: Path, dry_run: bool, as_json: bool) -> None:
 
 
 @main.command("export")
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), callback=existing_folder,
+              help="Write here instead of stdout (its folder must exist).")
 @click.option("--session", "session", metavar="ID", help="Only this session (exact id or unique prefix).")
 @click.option("--source", metavar="NAME", help="Only sessions of this source.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True,
+              help="jsonl: one session a line, re-importable; json: one array; md: a transcript to read.")
 @common_options(json_output=False)
 def export(output: Path | None, session: str | None, source: str | None, fmt: str) -> None:
     """Stream sessions with their messages: JSONL (one session a line, re-importable), JSON, or Markdown.
+
+    Writes data, not a report: there is no --json (use --format json). A reader that stops early
+    (`| head`) ends it quietly.
 
     \b
     Examples:
@@ -172,7 +185,6 @@ def export(output: Path | None, session: str | None, source: str | None, fmt: st
 
 def _write_atomically(output: Path, write: Any) -> None:
     """Write to a temporary file beside `output`, then rename: a crash never leaves half an export."""
-    output.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
     try:
         with os.fdopen(fd, "wb") as out:

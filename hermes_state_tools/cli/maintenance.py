@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, existing_folder, fail, plural, settings
 from hermes_state_tools.errors import ConfirmationRequired
 from hermes_state_tools.maintenance.checks import check_file
 from hermes_state_tools.maintenance.maintain import maintain_file
@@ -18,7 +18,7 @@ from hermes_state_tools.maintenance.prune import PrunePlan, prune_file
 from hermes_state_tools.maintenance.rebuild import rebuild_fts_file
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import vacuum_file
-from hermes_state_tools.store.backup import backup_file
+from hermes_state_tools.store.backup import backup_file, timestamped_path
 
 _SHOWN_IDS = 10
 
@@ -31,16 +31,18 @@ def _listed(title: str, items: list[dict[str, Any]]) -> list[str]:
 def _human_check(doc: dict[str, Any]) -> str:
     if doc["ok"]:
         return f"{doc['path']}: no problems found"
-    return "\n".join(_listed(f"{doc['path']}: {len(doc['problems'])} problems:", doc["problems"]))
+    return "\n".join(_listed(f"{doc['path']}: {plural(len(doc['problems']), 'problem')}:", doc["problems"]))
 
 
 def _human_repair(doc: dict[str, Any]) -> str:
     if not doc["problems"]:
         return "no problems found; nothing to repair"
     verb, left = ("would change", "would be left unfixed") if doc["dry_run"] else ("changed", "left unfixed")
-    lines = [f"found {len(doc['problems'])} problems; {verb} {len(doc['changes'])} things:"]
+    lines = [f"found {plural(len(doc['problems']), 'problem')}; {verb} {plural(len(doc['changes']), 'thing')}:"]
     lines += [f"  {c['kind']}: {c['detail']}" for c in doc["changes"]]
     lines += _listed(f"{left}:", doc["unfixed"]) or ["nothing " + left]
+    if doc.get("backup"):
+        lines.append(f"backup taken first: {doc['backup']}")
     return "\n".join(lines)
 
 
@@ -111,6 +113,18 @@ def rebuild_fts(as_json: bool) -> None:
                         + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
 
 
+def _human_vacuum(doc: dict[str, Any]) -> str:
+    before, after = doc["bytes_before"], doc["bytes_after"]
+    if after < before:
+        change = f"{before - after:,} bytes smaller ({before:,} -> {after:,} bytes)"
+    elif after == before:
+        change = f"the same size ({after:,} bytes): there was no free space to give back"
+    else:  # ANALYZE's statistics table on a small, already compact file
+        change = (f"{after - before:,} bytes larger ({before:,} -> {after:,} bytes): there was no free space "
+                  "to give back, and ANALYZE's statistics take a page or two")
+    return f"vacuumed {doc['path']}: {change}"
+
+
 @main.command()
 @common_options()
 def vacuum(as_json: bool) -> None:
@@ -124,22 +138,26 @@ def vacuum(as_json: bool) -> None:
       hermes-state vacuum --json
     """
     doc = vacuum_file(settings().db)
-    emit(doc, lambda d: f"vacuumed {d['path']}: {d['bytes_before']:,} -> {d['bytes_after']:,} bytes")
+    emit(doc, _human_vacuum)
 
 
 @main.command()
-@click.argument("dest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("dest", type=click.Path(path_type=Path), callback=existing_folder)
 @common_options()
 def backup(dest: Path, as_json: bool) -> None:
     """Copy the database online to DEST and verify the copy.
 
-    DEST must not exist. The copy is reopened and must pass integrity_check with the same counts.
+    DEST must not exist; when it is a folder, the copy is DEST/state.db.bak-<UTC time>. Its
+    folder must exist. The copy is reopened and must pass integrity_check with the same counts.
 
     \b
     Examples:
       hermes-state backup ~/backups/state-2026-05-01.db
+      hermes-state backup ~/backups/
       hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
     """
+    if dest.is_dir():
+        dest = timestamped_path(dest / settings().db.name)
     doc = backup_file(settings().db, dest)
     emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
                         f"({d['bytes']:,} bytes, verified)")
@@ -202,8 +220,9 @@ def _confirmer(yes: bool) -> Callable[[PrunePlan], None]:
             return
         shown = ", ".join(plan.session_ids[:_SHOWN_IDS]) + (", ..." if len(plan.session_ids) > _SHOWN_IDS else "")
         click.echo(f"would delete: {shown}", err=True)
-        question = (f"Delete {len(plan.session_ids):,} ended sessions started more than {plan.older_than_days:g} "
-                    f"days ago and their {plan.messages:,} messages? Their children are kept.")
+        days = "1 day" if plan.older_than_days == 1 else f"{plan.older_than_days:g} days"
+        question = (f"Delete {plural(len(plan.session_ids), 'ended session')} started more than {days} "
+                    f"ago and their {plural(plan.messages, 'message')}? Their children are kept.")
         if not click.confirm(question, default=False, err=True):
             fail("prune cancelled; nothing was deleted", EXIT_PROBLEMS)
 
@@ -212,7 +231,7 @@ def _confirmer(yes: bool) -> Callable[[PrunePlan], None]:
 
 def _human_prune(doc: dict[str, Any]) -> str:
     verb = "would delete" if doc["dry_run"] else "deleted"
-    return f"{verb} {doc['sessions_deleted']:,} sessions and {doc['messages_deleted']:,} messages"
+    return f"{verb} {plural(doc['sessions_deleted'], 'session')} and {plural(doc['messages_deleted'], 'message')}"
 
 
 @main.command()

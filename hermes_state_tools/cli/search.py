@@ -2,41 +2,90 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import click
 
-from hermes_state_tools.cli import main
+from hermes_state_tools.cli import helptext, main, render
 from hermes_state_tools.cli.base import common_options, emit, settings, when
 from hermes_state_tools.views.search import search_file
+
+ROLES = ("user", "assistant", "tool", "system")
 
 
 def _human(doc: dict[str, Any]) -> str:
     if not doc["results"]:
         return "no matches"
+    colour = render.use_colour()
     lines = []
     for hit in doc["results"]:
-        lines.append(f"{hit['session_id']}  {when(hit['timestamp'])}  {hit['source']}  {hit['role']}")
-        lines.append("    " + " ".join(str(hit["snippet"] or "").split()))
+        lines.append(f"{hit['session_id']}  {when(hit['timestamp'])}  {hit['source']}  "
+                     f"{render.role(hit['role'], colour)}")
+        lines.append("    " + render.highlight(" ".join(str(hit["snippet"] or "").split()), colour))
     return "\n".join(lines)
 
 
-@main.command()
-@click.argument("query")
-@click.option("--source", "sources", multiple=True, metavar="NAME", help="Only this source (repeatable).")
-@click.option("--role", "roles", multiple=True, metavar="ROLE", help="Only this role (repeatable).")
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
+class SearchCommand(helptext.Command):
+    """A query may start with `-` (`search -build`): only this command's own options are options."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        options = {name for p in params for name in p.opts}
+        valued = {name for p in params if not p.is_flag for name in p.opts}
+        rewritten: list[str] = []
+        for index, arg in enumerate(args):
+            if arg == "--":
+                rewritten += args[index:]
+                break
+            after_option = bool(rewritten) and rewritten[-1] in valued
+            if arg.startswith("-") and len(arg) > 1 and arg.split("=", 1)[0] not in options and not after_option:
+                if arg.startswith("--"):  # a mistyped option, not text
+                    word = arg.split("=", 1)[0]
+                    close = difflib.get_close_matches(word, sorted(options), n=2)
+                    raise click.NoSuchOption(word, possibilities=close, ctx=ctx)
+                arg = _QUERY_MARK + arg
+            rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)
+
+
+# A query word that starts with `-` is carried past click's option parser with this mark in front.
+_QUERY_MARK = "\x1f"
+
+
+@main.command(cls=SearchCommand)
+@click.argument("words", nargs=-1, required=True, metavar="QUERY")
+@click.option("--source", "sources", multiple=True, metavar="NAME",
+              help="Only sessions of this source (repeatable); an unknown source is an error listing the known.")
+@click.option("--role", "roles", multiple=True, type=click.Choice(ROLES),
+              help="Only messages of this role (repeatable).")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000),
+              help="Show at most this many matches.")
 @common_options()
-def search(query: str, sources: tuple[str, ...], roles: tuple[str, ...], limit: int, as_json: bool) -> None:
+def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, ...], limit: int,
+           as_json: bool) -> None:
     """Full-text search over every message, best matches first, with snippets.
 
-    Words are ANDed; "quoted phrases", OR, NOT and prefix* work; any other text is searched
-    literally (hyphens, dots, CJK included).
+    \b
+    What a query can say (the same rules for Latin and CJK text):
+      disk usage        both words, whole words (AND is implied)
+      deploy*           a word starting with deploy
+      "disk usage"      the exact phrase
+      nginx OR apache   either; NOT excludes (nginx NOT test); (a OR b) c groups
+      東京 nginx        each CJK run is a term, in any order with the others,
+                        and matches anywhere in the text, of any length;
+                        "東京の天気" is one substring; a word gluing Latin
+                        to CJK (Agent通信) matches as typed
+      -build, C++       punctuation is searched as text; a query may start
+                        with a hyphen (or: hermes-state search -- -build)
+    CJK matches come newest first; Latin-only queries are ranked by relevance.
 
     \b
     Examples:
       hermes-state search "disk usage"
+      hermes-state search 東京 OR 大阪 --role user
       hermes-state search deploy* --source telegram --role assistant --json
     """
+    query = " ".join(word.removeprefix(_QUERY_MARK) for word in words)
     results = search_file(settings().db, query, list(sources) or None, list(roles) or None, limit)
     emit({"ok": True, "query": query, "results": results}, _human)

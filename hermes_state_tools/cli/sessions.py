@@ -6,10 +6,11 @@ from typing import Any
 
 import click
 
-from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import common_options, emit, settings, when
+from hermes_state_tools.cli import main, render
+from hermes_state_tools.cli.base import common_options, emit, plural, settings, when
 from hermes_state_tools.core.jsonutil import content_text
-from hermes_state_tools.views.sessions import list_sessions, session_lineage, show_session, usage_stats
+from hermes_state_tools.views.sessions import list_page, session_lineage, show_session, usage_stats
+from hermes_state_tools.views.transcript import tool_text
 
 _STAT_COLUMNS = (
     ("sessions", "sessions"), ("messages", "messages"), ("input", "input_tokens"), ("output", "output_tokens"),
@@ -18,11 +19,14 @@ _STAT_COLUMNS = (
 )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """Left-aligned columns two spaces apart."""
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in (header, *rows)]
+def _table(header: list[str], rows: list[list[str]], shrink: tuple[int, ...] = (),
+           drop: tuple[int, ...] = ()) -> list[str]:
+    """Columns in display width (CJK, emoji), fitted to the terminal by shrinking `shrink`."""
+    return render.table(header, rows, render.terminal_width(), shrink, colour=render.use_colour(), drop=drop)
+
+
+def _minute(epoch: float | None) -> str:
+    return when(epoch)[:16]
 
 
 @main.group()
@@ -38,36 +42,52 @@ def sessions() -> None:
     """
 
 
+def _title(s: dict[str, Any]) -> str:
+    chain = s.get("chain_sessions", 1)
+    return (s.get("title") or "-") + (f" ({chain} sessions)" if chain > 1 else "")
+
+
 def _human_list(doc: dict[str, Any]) -> str:
     if not doc["sessions"]:
         return "no sessions"
-    rows = [[s["id"], when(s["started_at"]), s["source"], s.get("title") or "-", str(s["message_count"] or 0),
-             s["preview"]] for s in doc["sessions"]]
-    return "\n".join(_table(["id", "started", "source", "title", "messages", "preview"], rows))
+    # A compression chain is one row: its live tip's id, the chain's start and last activity, and
+    # the messages of all its sessions (`sessions lineage` lists them from the root down).
+    rows = [[s["id"], _minute(s.get("chain_started_at", s["started_at"])), _minute(s.get("last_active")),
+             s["source"], f"{s.get('chain_message_count', s['message_count']) or 0:,}", _title(s),
+             s["preview"] or "-"] for s in doc["sessions"]]
+    # Narrow terminals lose last activity first, then the start, then the source: never the id.
+    lines = _table(["id", "started", "last active", "source", "msgs", "title", "preview"], rows, (5, 6), (2, 1, 3))
+    footer = f"{len(doc['sessions']):,} of {plural(doc['total'], 'session')}"
+    return "\n".join([*lines, render.dim(footer, render.use_colour())])
 
 
 @sessions.command("list")
 @click.option("--source", metavar="NAME", help="Only sessions of this source.")
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100_000))
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100_000),
+              help="Show at most this many sessions (the footer says how many there are).")
 @common_options()
 def list_(source: str | None, limit: int, as_json: bool) -> None:
     """List conversations newest first, with a preview.
 
-    Compressed conversations are shown as their live continuation.
+    Compressed conversations are one row: the live continuation's id, the chain's start, last
+    activity and message count. --json adds "total", the number of conversations in all.
 
     \b
     Examples:
       hermes-state sessions list
       hermes-state sessions list --source discord --limit 50 --json
     """
-    emit({"ok": True, "sessions": list_sessions(settings().db, source, limit)}, _human_list)
+    emit({"ok": True, **list_page(settings().db, source, limit)}, _human_list)
 
 
-def _human_message(message: dict[str, Any]) -> list[str]:
+def _human_message(message: dict[str, Any], full: bool, colour: bool) -> list[str]:
     text = content_text(message["content"]) if message["content"] is not None else ""
-    lines = [f"[{when(message['timestamp'])}] {message['role']}"
-             + (f" ({message['tool_name']})" if message.get("tool_name") else "") + ":"]
-    lines += ["    " + line for line in text.splitlines()]
+    header = f"[{when(message['timestamp'])}] {render.role(message['role'], colour)}"
+    header += f" ({message['tool_name']})" if message.get("tool_name") else ""
+    if message.get("mirror"):
+        header += render.dim(f" (mirrored from {message.get('mirror_source') or 'elsewhere'})", colour)
+    body = render.fold(tool_text(text), full) if message["role"] == "tool" else text.splitlines()
+    lines = [header + ":", *("    " + line for line in body)]
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         names = [str((c.get("function") or {}).get("name") or c.get("name") or "?") if isinstance(c, dict) else "?"
@@ -76,30 +96,41 @@ def _human_message(message: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _human_show(doc: dict[str, Any]) -> str:
+def _human_show(doc: dict[str, Any], full: bool = False, colour: bool = False) -> str:
     s = doc["session"]
     lines = [f"session {s['id']}  source {s['source']}  model {s.get('model') or '-'}",
              f"started {when(s['started_at'])}  ended {when(s['ended_at'])}"
              + (f" ({s['end_reason']})" if s.get("end_reason") else ""),
              f"title: {s.get('title') or '-'}  parent: {s.get('parent_session_id') or '-'}",
-             f"{len(doc['messages'])} messages:"]
+             f"{plural(len(doc['messages']), 'message')}:"]
     for message in doc["messages"]:
-        lines += _human_message(message)
+        lines += _human_message(message, full, colour)
     return "\n".join(lines)
 
 
 @sessions.command()
 @click.argument("session_id", metavar="ID")
+@click.option("--full", is_flag=True, help="Show long tool output whole (else its first and last lines).")
+@click.option("--no-pager", is_flag=True, help="Never page through $PAGER (it is used only on a terminal).")
 @common_options()
-def show(session_id: str, as_json: bool) -> None:
-    """Show one session (exact id or unique prefix) and its messages.
+def show(session_id: str, full: bool, no_pager: bool, as_json: bool) -> None:
+    """Show one session and its messages (exact id, unique prefix, or the id's hex part).
+
+    On a terminal the text goes through $PAGER (default `less`, with LESS=FRX) as git does;
+    PAGER=cat or --no-pager prints it. Long tool output is folded to its first and last lines
+    unless --full.
 
     \b
     Examples:
       hermes-state sessions show 20260310_184211_a1c4e9b2
+      hermes-state sessions show a1c4e9b2 --full
       hermes-state sessions show 20260310_18 --json
     """
-    emit({"ok": True, **show_session(settings().db, session_id)}, _human_show)
+    doc = {"ok": True, **show_session(settings().db, session_id)}
+    if as_json:
+        emit(doc, _human_show)
+        return
+    render.page(_human_show(doc, full, render.use_colour()), no_pager)
 
 
 def _line(s: dict[str, Any]) -> str:
@@ -109,9 +140,11 @@ def _line(s: dict[str, Any]) -> str:
 
 
 def _human_lineage(doc: dict[str, Any]) -> str:
-    lines = ["ancestors (nearest first):"] + [f"  {_line(a)}" for a in doc["ancestors"]] if doc["ancestors"] else []
-    lines += [f"* {_line(doc['session'])}"]
-    lines += [f"{'  ' * d['depth']}{_line(d)}" for d in doc["descendants"]]
+    # From the root down to the session (marked *), then its descendants indented below it.
+    chain = list(reversed(doc["ancestors"]))
+    lines = [f"{'  ' * depth}{_line(a)}" for depth, a in enumerate(chain)]
+    lines += [f"{'  ' * len(chain)}* {_line(doc['session'])}"]
+    lines += [f"{'  ' * (len(chain) + d['depth'])}{_line(d)}" for d in doc["descendants"]]
     if doc["cycle"]:
         lines.append("warning: the parent links form a cycle (hermes-state repair breaks it)")
     return "\n".join(lines)
@@ -121,7 +154,7 @@ def _human_lineage(doc: dict[str, Any]) -> str:
 @click.argument("session_id", metavar="ID")
 @common_options()
 def lineage(session_id: str, as_json: bool) -> None:
-    """Show a session's ancestors and descendants.
+    """Show a session's ancestors (from the root down) and descendants.
 
     Follows parent links up and child links down (compression continuations, sub-agents),
     bounded and safe against cycles.

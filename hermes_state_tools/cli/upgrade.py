@@ -15,7 +15,11 @@ def _human(doc: dict[str, Any]) -> str:
     verb = "would upgrade" if doc["dry_run"] else "upgraded"
     if not (doc["steps"] or doc["repairs"] or doc["renamed_titles"] or doc["created"]):
         return f"schema is already at version {doc['to_version']}; nothing to do"
-    lines = [f"{verb} schema {doc['from_version']} -> {doc['to_version']}"]
+    if doc["from_version"] == doc["to_version"]:
+        # Nothing to migrate, only schema objects to put back (a missing index, trigger, ...).
+        lines = [f"schema is at version {doc['to_version']}; {'would repair' if doc['dry_run'] else 'repaired'}:"]
+    else:
+        lines = [f"{verb} schema {doc['from_version']} -> {doc['to_version']}"]
     lines += [f"  step: {step}" for step in doc["steps"]]
     lines += [f"  repair: {repair}" for repair in doc["repairs"]]
     lines += [f"  renamed title of {r['session_id']}: {r['old']!r} -> {r['new']!r}" for r in doc["renamed_titles"]]

@@ -9,6 +9,7 @@ from typing import Any
 from hermes_state_tools.maintenance.checks import check_file
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import file_bytes, free_bytes, optimize_fts, vacuum_now, worth_vacuuming
+from hermes_state_tools.search import trigram
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import extras
 
@@ -39,11 +40,13 @@ def _optimize_and_vacuum(path: Path) -> dict[str, Any]:
     free pages are worth a rewrite."""
     with writing(path) as (conn, runner):
         dropped = runner.run(extras.drop_orphans)
+        cjk = runner.run(trigram.refresh)  # the CJK search side table catches up (never Hermes's tables)
         optimized = optimize_fts(conn, runner)
         free, ratio = free_bytes(conn)
         vacuumed = worth_vacuuming(free, ratio)
         if vacuumed:
             vacuum_now(conn, runner)
-    return {"extra_rows_dropped": dropped, "optimized": optimized, "vacuumed": vacuumed, "free_bytes": free}
+    return {"extra_rows_dropped": dropped, "cjk_index": cjk, "optimized": optimized, "vacuumed": vacuumed,
+            "free_bytes": free}
 
 

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.search import trigram
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import fts
 
@@ -16,6 +17,7 @@ def rebuild_fts_file(path: Path) -> dict[str, Any]:
     def rebuild(conn: sqlite3.Connection) -> tuple[list[str], int]:
         missing = fts.missing_objects(conn)
         fts.recreate(conn)
+        trigram.refresh(conn, rebuild=True)  # the CJK side table, from scratch as well
         return missing, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
     with writing(path) as (_conn, runner):

@@ -1,5 +1,6 @@
-"""Running a search on a connection: FTS5 with bm25 ranking and snippets, and a literal-substring
-path for text the FTS5 tokenizer cannot split (CJK) or did not match."""
+"""Running a search on a connection: FTS5 with bm25 ranking and snippets; a query with CJK text as
+a tree of terms (CJK runs as substrings, through the trigram side table when the file has one);
+and a literal-substring fallback for Latin words the FTS5 tokenizer did not match."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.jsonutil import content_text
-from hermes_state_tools.search.sanitize import contains_cjk, plain_terms, sanitize_fts5_query
+from hermes_state_tools.search import trigram
+from hermes_state_tools.search.sanitize import contains_cjk, first_term, parse, plain_terms, sanitize_fts5_query
 
 SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS = ">>>", "<<<", "..."
 _SNIPPET_TOKENS = 40
@@ -55,13 +57,33 @@ def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, lis
     return [dict(row) for row in conn.execute(sql, (fts_query, *params, limit, offset))]
 
 
+_ALONE_FUNCTION = "hst_stands_alone"
+
+
+def stands_alone(content: Any, needle: str) -> bool:
+    """Whether `needle` occurs in the text with no letter or digit right before or after it."""
+    text = content.lower() if isinstance(content, str) else ""
+    needle = needle.lower()
+    at = text.find(needle)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + len(needle)] if at + len(needle) < len(text) else " "
+        if not before.isalnum() and not after.isalnum():
+            return True
+        at = text.find(needle, at + 1)
+    return False
+
+
 def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tuple[str, list[Any]],
                      limit: int, offset: int) -> list[dict[str, Any]]:
     """Messages containing every needle literally (ASCII case-insensitive), newest first."""
     where, params = filters
     # instr() rather than LIKE: LIKE stops at a NUL, and multimodal content starts with one
     # ("\x00json:"); instr() compares whole values, and `%`/`_` in it are plain characters.
-    likes = " AND ".join("instr(lower(m.content), lower(?)) > 0" for _ in needles)
+    # A single character must stand alone: `a AND OR b` found the `a` of `Can` in every message.
+    conn.create_function(_ALONE_FUNCTION, 2, stands_alone, deterministic=True)
+    likes = " AND ".join(f"{_ALONE_FUNCTION}(m.content, ?)" if len(needle) == 1 else
+                         "instr(lower(m.content), lower(?)) > 0" for needle in needles)
     sql = _SELECT.format(snippet="NULL", content="m.content") + (
         f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {likes}{where} "
         "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
@@ -69,6 +91,25 @@ def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tupl
     results = [dict(row) for row in conn.execute(sql, (*needles, *params, limit, offset))]
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needles[0])
+    return results
+
+
+def cjk_search(conn: sqlite3.Connection, query: str, filters: tuple[str, list[Any]],
+               limit: int, offset: int) -> list[dict[str, Any]]:
+    """Each CJK run and each Latin word a term, with AND/OR/NOT/phrases as for Latin text; newest first."""
+    node = parse(query)
+    if node is None:
+        return []
+    where, params = trigram.condition(conn, node)
+    extra, extra_params = filters
+    sql = _SELECT.format(snippet="NULL", content="m.content") + (
+        f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {where}{extra} "
+        "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
+    )
+    results = [dict(row) for row in conn.execute(sql, (*params, *extra_params, limit, offset))]
+    needle = first_term(node) or ""
+    for result in results:
+        result["snippet"] = make_snippet(content_text(result["_content"]), needle)
     return results
 
 
@@ -117,7 +158,7 @@ def search_messages(
         return []
     filters = _filters(source_filter, exclude_sources, role_filter)
     if contains_cjk(query):
-        results = substring_search(conn, [query.strip()], filters, limit, offset)
+        results = cjk_search(conn, query, filters, limit, offset)
     else:
         results = _fts_or_fallback(conn, query, filters, limit, offset)
     for result in results:

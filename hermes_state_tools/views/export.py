@@ -20,6 +20,7 @@ from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import extras
 from hermes_state_tools.tables.session_export import session_ids
 from hermes_state_tools.views.sessions import resolve
+from hermes_state_tools.views.transcript import fence, tool_text
 
 FORMATS = ("jsonl", "json", "md")
 
@@ -77,7 +78,9 @@ def _markdown_message(message: dict[str, Any], extra: dict[str, Any]) -> list[st
     if message.get("reasoning"):
         lines += ["> " + line for line in str(message["reasoning"]).splitlines()] + [""]
     text = jsonutil.content_text(message.get("content"))
-    if text:
+    if text and message.get("role") == "tool":
+        lines += [*fence(tool_text(text), "text"), ""]  # output, not prose: Markdown must not render it
+    elif text:
         lines += [text, ""]
     calls = jsonutil.loads_or_raw(message["tool_calls"]) if message.get("tool_calls") else []
     for call in calls if isinstance(calls, list) else [calls]:

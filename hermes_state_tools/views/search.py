@@ -9,6 +9,7 @@ from hermes_state_tools.errors import SearchIndexMissingError
 from hermes_state_tools.search.query import search_messages
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables.fts import missing_objects
+from hermes_state_tools.views.sessions import require_sources
 
 
 def search_file(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
@@ -19,4 +20,5 @@ def search_file(path: Path, query: str, source_filter: Any = None, role_filter: 
             raise SearchIndexMissingError(
                 f"{path}: the search index (messages_fts) or its triggers are missing; "
                 "run `hermes-state repair` to rebuild it")
+        require_sources(conn, [source_filter] if isinstance(source_filter, str) else source_filter)
         return search_messages(conn, query, source_filter, None, role_filter, limit)

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.schema import table_columns
-from hermes_state_tools.errors import SessionIdError
+from hermes_state_tools.errors import SessionIdError, UnknownSourceError
 from hermes_state_tools.store.opening import reading
-from hermes_state_tools.tables import lineage, messages, session_list, sessions
+from hermes_state_tools.tables import extras, lineage, messages, session_list, sessions
 from hermes_state_tools.tables.titles import escape_like
 
 _SUMMARY = ("id", "parent_session_id", "source", "title", "model", "started_at", "ended_at", "end_reason",
@@ -22,30 +22,103 @@ _WITH_MESSAGE_COUNTS = (
 )
 
 
+_LISTED_MATCHES = 10
+
+
+def _ambiguous(what: str, matches: list[str]) -> SessionIdError:
+    shown = ", ".join(matches[:_LISTED_MATCHES])
+    more = f" and {len(matches) - _LISTED_MATCHES:,} more" if len(matches) > _LISTED_MATCHES else ""
+    return SessionIdError(f"{what} matches {len(matches):,} sessions: {shown}{more}; give more of the id")
+
+
+def _by_last_part(conn: sqlite3.Connection, text: str) -> list[str]:
+    """Ids whose part after the last `_` starts with `text` (`c0ffee12` of `20260519_140233_c0ffee12`)."""
+    rows = conn.execute("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at, id",
+                        ("%\\_" + escape_like(text) + "%",))
+    return [row[0] for row in rows if row[0].rsplit("_", 1)[-1].startswith(text)]
+
+
 def resolve(conn: sqlite3.Connection, id_or_prefix: str) -> str:
-    """The session an exact id or unique prefix names; SessionIdError when none or several match."""
+    """The session an exact id, a unique prefix, or the unique hex part of an id names;
+    SessionIdError naming the candidates when several match, or when none does."""
     found = sessions.resolve_id(conn, id_or_prefix)
     if found is not None:
         return found
-    matches = conn.execute(
-        "SELECT COUNT(*) FROM sessions WHERE id LIKE ? ESCAPE '\\'", (escape_like(id_or_prefix) + "%",)
-    ).fetchone()[0]
-    if matches and id_or_prefix.strip():
-        raise SessionIdError(f"session id prefix {id_or_prefix!r} matches {matches} sessions; give more of the id")
-    raise SessionIdError(f"no session with id or unique id prefix {id_or_prefix!r}")
+    if not id_or_prefix.strip():
+        raise SessionIdError("no session id given")
+    prefixed = [row[0] for row in conn.execute(
+        "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY started_at, id",
+        (escape_like(id_or_prefix) + "%",))]
+    if prefixed:
+        raise _ambiguous(f"session id prefix {id_or_prefix!r}", prefixed)
+    by_part = _by_last_part(conn, id_or_prefix) if "_" not in id_or_prefix else []
+    if len(by_part) == 1:
+        return by_part[0]
+    if by_part:
+        raise _ambiguous(f"id part {id_or_prefix!r}", by_part)
+    raise SessionIdError(f"no session with id, unique id prefix or id part {id_or_prefix!r}")
+
+
+def known_sources(conn: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
+
+
+def require_sources(conn: sqlite3.Connection, wanted: list[str] | None) -> None:
+    """A --source no session has is a mistake worth saying, not an empty result."""
+    if not wanted:
+        return
+    known = known_sources(conn)
+    for source in wanted:
+        if source not in known:
+            listed = ", ".join(known) if known else "none: the database has no sessions"
+            raise UnknownSourceError(f"no session has source {source!r} (known sources: {listed})")
 
 
 def list_sessions(path: Path, source: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
     """Top-level conversations newest first, with preview (compressed ones shown as their live tip)."""
+    sessions: list[dict[str, Any]] = list_page(path, source, limit)["sessions"]
+    return sessions
+
+
+def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any]:
+    """A compression chain shown as its tip: also how many sessions and messages the chain holds
+    and when it started, the same sessions `lineage` lists above the tip."""
+    root_id = item.pop("_lineage_root_id", None)
+    if root_id is None:
+        return {**item, "chain_sessions": 1, "chain_started_at": item.get("started_at"),
+                "chain_message_count": item.get("message_count") or 0}
+    chain = [item["id"], *lineage.ancestors(conn, item["id"])]
+    chain = chain[:chain.index(root_id) + 1] if root_id in chain else chain
+    placeholders = ",".join("?" * len(chain))
+    total = conn.execute(f"SELECT COUNT(*) FROM messages WHERE session_id IN ({placeholders})", chain).fetchone()[0]
+    return {**item, "lineage_root_id": root_id, "chain_sessions": len(chain),
+            "chain_started_at": item.get("started_at"), "chain_message_count": total}
+
+
+def list_page(path: Path, source: str | None = None, limit: int = 20) -> dict[str, Any]:
+    """One page of `list_sessions` and how many top-level conversations there are in all."""
     with reading(path) as conn:
-        return session_list.list_rich(conn, source=source, limit=limit)
+        require_sources(conn, [source] if source else None)
+        items = session_list.list_rich(conn, source=source, limit=limit)
+        where, params = ("AND source = ?", [source]) if source else ("", [])
+        total = conn.execute(f"SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NULL {where}",
+                             params).fetchone()[0]
+        return {"sessions": [_with_chain(conn, item) for item in items], "total": total}
 
 
 def show_session(path: Path, id_or_prefix: str) -> dict[str, Any]:
-    """One session's row and its messages in order."""
+    """One session's row and its messages in order, each with the extra data an import kept
+    (`mirror`: the message was copied from another platform's conversation)."""
     with reading(path) as conn:
         session_id = resolve(conn, id_or_prefix)
-        return {"session": sessions.get(conn, session_id), "messages": messages.get_all(conn, session_id)}
+        found = messages.get_all(conn, session_id)
+        kept = extras.message_extras(conn, session_id) if extras.present(conn) else {}
+        for message in found:
+            extra = kept.get(message["id"], {})
+            if extra.get("mirror"):
+                message["mirror"] = True
+                message["mirror_source"] = extra.get("mirror_source")
+        return {"session": sessions.get(conn, session_id), "messages": found}
 
 
 def _summary(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
@@ -57,7 +130,7 @@ def _summary(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
 
 
 def session_lineage(path: Path, id_or_prefix: str) -> dict[str, Any]:
-    """Ancestors (nearest first) and descendants (with depth) of a session; bounded and cycle-safe."""
+    """Ancestors (nearest first; `root_id` the top) and descendants (with depth); bounded, cycle-safe."""
     with reading(path) as conn:
         session_id = resolve(conn, id_or_prefix)
         up = lineage.ancestors(conn, session_id)
@@ -66,6 +139,7 @@ def session_lineage(path: Path, id_or_prefix: str) -> dict[str, Any]:
         cycle = top is not None and top["parent_session_id"] in {session_id, *up}
         return {
             "session": _summary(conn, session_id),
+            "root_id": up[-1] if up else session_id,
             "ancestors": [_summary(conn, ancestor) for ancestor in up],
             "descendants": [{**_summary(conn, d["id"]), "depth": d["depth"]} for d in down],
             "cycle": cycle,

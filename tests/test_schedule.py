@@ -1,0 +1,82 @@
+"""`hermes-state schedule` and contrib/: units systemd accepts, a cron line cron can run, in step."""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hermes_state_tools.cli import main
+from hermes_state_tools.views.schedule import Installation, render
+
+ROOT = Path(__file__).resolve().parent.parent
+ALICE = Installation("/home/alice/.local/bin/hermes-state", Path("/home/alice/.hermes"),
+                     Path("/home/alice/.hermes/logs"), "alice")
+CONTRIB = {"systemd/hermes-state-maintain.service": "systemd-service",
+           "systemd/hermes-state-maintain.timer": "systemd-timer",
+           "cron/hermes-state.crontab": "cron", "logrotate/hermes-state.conf": "logrotate"}
+
+
+@pytest.mark.parametrize(("name", "kind"), CONTRIB.items())
+def test_contrib_files_are_what_schedule_prints_for_alice(name: str, kind: str) -> None:
+    assert (ROOT / "contrib" / name).read_text("utf-8") == render(kind, ALICE)
+
+
+def _unit(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(strict=False, interpolation=None, comment_prefixes=("#",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    return parser
+
+
+def test_the_units_parse_and_say_what_cron_and_alerting_need() -> None:
+    service = _unit(render("systemd-service", ALICE))
+    assert service["Service"]["ExecStart"] == "/home/alice/.local/bin/hermes-state maintain --json --no-progress"
+    assert service["Service"]["Environment"] == "HERMES_HOME=/home/alice/.hermes"
+    assert service["Service"]["Type"] == "oneshot"
+    assert set(service["Service"]["RestartPreventExitStatus"].split()) == {"1", "2", "3", "65", "70", "74"}
+    timer = _unit(render("systemd-timer", ALICE))
+    assert timer["Timer"]["Persistent"] == "true" and timer["Install"]["WantedBy"] == "timers.target"
+    for code in ("65 damaged", "74 I/O", "75 busy", "1 problems"):
+        assert code in render("systemd-service", ALICE) and code in render("cron", ALICE)
+
+
+def test_the_cron_line_sets_path_and_hermes_home_and_has_no_percent_sign() -> None:
+    lines = [line for line in render("cron", ALICE).splitlines() if line and not line.startswith("#")]
+    env = dict(line.split("=", 1) for line in lines if re.match(r"^[A-Z_]+=", line))
+    assert env["HERMES_HOME"] == "/home/alice/.hermes" and "/home/alice/.local/bin" in env["PATH"].split(":")
+    jobs = [line for line in lines if not re.match(r"^[A-Z_]+=", line)]
+    assert len(jobs) == 2
+    for job in jobs:
+        fields = job.split(None, 5)
+        assert all(re.fullmatch(r"[\d*,/-]+", field) for field in fields[:5]), job
+        assert "%" not in fields[5]  # cron turns % into a newline
+    assert subprocess.run(["sh", "-n", "-c", jobs[0].split(None, 5)[5]]).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verify_accepts_the_units(tmp_path: Path) -> None:
+    here = Installation(f"{sys.executable} -m hermes_state_tools", tmp_path / "home", tmp_path / "home" / "logs", "me")
+    (tmp_path / "hermes-state-maintain.service").write_text(render("systemd-service", here))
+    (tmp_path / "hermes-state-maintain.timer").write_text(render("systemd-timer", here))
+    result = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "hermes-state-maintain.service"),
+                             str(tmp_path / "hermes-state-maintain.timer")], capture_output=True, text=True)
+    if "Failed to initialize manager" in result.stderr or "Failed to lookup" in result.stderr:
+        pytest.skip(f"systemd-analyze cannot run here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    assert "hermes-state-maintain" not in result.stderr, result.stderr
+
+
+def test_schedule_prints_this_installations_absolute_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    result = CliRunner().invoke(main, ["schedule", "--print", "systemd"])
+    assert result.exit_code == 0
+    assert f"ExecStart={Path(sys.executable).resolve()} -m hermes_state_tools maintain" in result.stdout
+    assert "[Timer]" in result.stdout and "[Service]" in result.stdout
+    assert CliRunner().invoke(main, ["schedule", "--print", "nosuch"]).exit_code == 2
