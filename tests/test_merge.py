@@ -94,3 +94,16 @@ def test_rows_that_are_no_message_go_to_extra_data(tmp_path):
     assert query(tmp_path / "state.db", "SELECT role FROM messages") == [{"role": "user"}]
     [extra] = query(tmp_path / "state.db", "SELECT data FROM hst_session_extra WHERE session_id = 'a'")
     assert json.loads(extra["data"])["foreign_rows"][0]["role"] == "session_meta"
+
+
+def test_extra_data_of_a_database_this_tool_imported_into_comes_along(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "20260301_100000_abcdef01.jsonl").write_text(
+        json.dumps({"role": "user", "content": "hi", "message_id": "tg-9", "timestamp": "2026-03-01T10:00:00"}) + "\n")
+    other = tmp_path / "other.db"
+    assert cli("--db", other, "import-jsonl", folder, "--no-progress", "--json").exit_code == 0
+    code, doc = merge_json(tmp_path / "state.db", other)
+    assert code == 0 and doc["messages_imported"] == 1
+    [extra] = query(tmp_path / "state.db", "SELECT data FROM hst_message_extra")
+    assert json.loads(extra["data"]) == {"message_id": "tg-9"}
