@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Candidates in order of preference when the evidence ties (the most common pages first).
-CANDIDATES = ("cp1252", "cp1254", "cp1250", "cp1251", "cp1253", "cp1257", "cp1256", "cp1255")
+CANDIDATES = ("cp1252", "cp1254", "cp1250", "cp1251", "cp1253", "cp1257", "cp1256", "cp1255",
+              "cp932", "cp936", "cp949", "cp950")  # the East Asian pages: two bytes a character
 
 # The non-ASCII letters of the languages each page serves (lower case; upper case is folded).
 _ALPHABETS = {
@@ -35,6 +36,18 @@ _ALPHABETS = {
 }
 _LANGUAGES = {letter: frozenset(lang for lang, alphabet in _ALPHABETS.items() if letter in alphabet)
               for letter in set("".join(_ALPHABETS.values()))}
+_CJK = frozenset({"cjk"})  # kana, ideographs, hangul: one "language" for this test
+
+
+def _languages_of(letter: str) -> frozenset[str]:
+    known = _LANGUAGES.get(letter)
+    if known is not None:
+        return known
+    point = ord(letter)
+    if 0x3040 <= point <= 0x30FF or 0x4E00 <= point <= 0x9FFF or 0xAC00 <= point <= 0xD7AF \
+            or 0xFF66 <= point <= 0xFF9F or 0x3400 <= point <= 0x4DBF:
+        return _CJK
+    return frozenset()
 # A word that mixes ASCII letters with non-ASCII ones is written in a Latin alphabet.
 _LATIN = frozenset(_ALPHABETS) - {"ru", "uk", "bg", "sr", "el", "ar", "he"}
 _WORD = re.compile(r"[^\W\d_]+")
@@ -59,14 +72,14 @@ def _score(text: str) -> int:
             continue
         languages: frozenset[str] | None = _LATIN if len(letters) < len(set(lowered)) else None
         for letter in letters:
-            known = _LANGUAGES.get(letter, frozenset())
+            known = _languages_of(letter)
             languages = known if languages is None else languages & known
         fits.update(languages or ())
         misfits += not languages
     score = max(fits.values(), default=0) - 2 * misfits
     # Symbols other pages decode to where this one has letters (‹, ¤, control characters) count against it.
     return score - sum(1 for ch in text if ord(ch) > 127 and not ch.isalpha() and not ch.isspace()
-                 and ch not in "€‚„…†‡‰‘’“”•–—™©®°±²³µ·¹º»«¼½¾¿¡¢£¥§¨¬¯´¶¸×÷")
+                 and ch not in "€‚„…†‡‰‘’“”•–—™©®°±²³µ·¹º»«¼½¾¿¡¢£¥§¨¬¯´¶¸×÷、。「」『』・ー（）！？，：；")
 
 
 def choose(evidence: Iterable[bytes]) -> Choice:

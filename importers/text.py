@@ -198,7 +198,9 @@ def _evidence_note(choice: Choice | None) -> str:
     if choice is None:
         return ""
     note = f"; {choice.codec} chosen from the file's text"
-    if choice.runner_up:
+    if choice.score < 0:
+        note += " (no code page tried reads it as words of one language: it may be mojibake, check it)"
+    elif choice.runner_up:
         note += f" ({choice.runner_up} would read it differently and nearly as well: check these lines)"
     return note
 

@@ -21,6 +21,8 @@ TURKISH = "Günaydın! Bugün İstanbul'da hava güneşli, şemsiyeye gerek yok.
     ("Zażółć gęślą jaźń, łódź", "cp1250"),
     ("Привет, как дела? Всё хорошо.", "cp1251"),
     ("Ąžuolas ir ėglė šalia upės", "cp1257"),
+    ("こんにちは、元気ですか？", "cp932"),
+    ("你好，世界，这是中文", "cp936"),
 ])
 def test_the_page_the_text_was_written_in_is_chosen(text, codec):
     assert choose([text.encode(codec)]).codec == codec
@@ -59,3 +61,11 @@ def test_close_calls_name_the_other_reading():
     # Only single letters: cp1252 and cp1254 both read them as a language's letters.
     choice = choose(["Ð ð".encode("cp1252")])
     assert choice.runner_up is not None
+
+
+def test_text_no_page_reads_as_words_is_flagged(tmp_path):
+    path = tmp_path / "session_x.json"
+    path.write_bytes(b'{"messages": [{"role": "user", "content": "\x81\x8d\x8f\x90\x9d"}]}')
+    document = read_document(path, str(path))
+    [notice] = document.problems
+    assert "may be mojibake" in notice.detail and not notice.failure
