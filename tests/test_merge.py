@@ -107,3 +107,21 @@ def test_extra_data_of_a_database_this_tool_imported_into_comes_along(tmp_path):
     assert code == 0 and doc["messages_imported"] == 1
     [extra] = query(tmp_path / "state.db", "SELECT data FROM hst_message_extra")
     assert json.loads(extra["data"]) == {"message_id": "tg-9"}
+
+
+def test_a_newer_schemas_unknown_columns_are_kept_as_extra_data(tmp_path):
+    other = store(tmp_path / "other.db", {"a": [("user", "q")]})
+    conn = sqlite3.connect(other)
+    conn.execute("ALTER TABLE messages ADD COLUMN api_content TEXT")
+    conn.execute("ALTER TABLE sessions ADD COLUMN display_kind TEXT")
+    conn.execute("UPDATE messages SET api_content = 'as sent'")
+    conn.execute("UPDATE sessions SET display_kind = 'chat'")
+    conn.execute("UPDATE schema_version SET version = 7")
+    conn.commit()
+    conn.close()
+    code, doc = merge_json(tmp_path / "state.db", other)
+    assert code == 0 and doc["messages_imported"] == 1
+    [message] = query(tmp_path / "state.db", "SELECT data FROM hst_message_extra")
+    assert json.loads(message["data"]) == {"other_db_api_content": "as sent"}
+    [session] = query(tmp_path / "state.db", "SELECT data FROM hst_session_extra")
+    assert json.loads(session["data"]) == {"other_db_display_kind": "chat"}

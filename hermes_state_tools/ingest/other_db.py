@@ -64,6 +64,9 @@ def _messages(conn: sqlite3.Connection, session_id: str, where: str,
     columns = [c for c in MESSAGE_FIELDS if c in present and c != "session_id"]
     if "id" not in columns:
         columns.insert(0, "id")
+    # A newer schema's columns this tool does not know are kept as the message's extra data.
+    unknown = sorted(present - set(MESSAGE_FIELDS) - {"session_id"})
+    columns += unknown
     kept = extras.message_extras(conn, session_id) if extras.present(conn) else {}
     cursor = conn.execute(f"SELECT {', '.join(columns)} FROM messages WHERE session_id = ? ORDER BY timestamp, id",
                           (session_id,))
@@ -71,7 +74,10 @@ def _messages(conn: sqlite3.Connection, session_id: str, where: str,
     foreign: list[dict[str, Any]] = []
     for values in cursor:
         row = dict(zip(columns, values, strict=True))
-        extra = kept.get(row["id"]) if isinstance(kept.get(row["id"]), dict) else {}
+        extra = dict(kept[row["id"]]) if isinstance(kept.get(row["id"]), dict) else {}
+        extra.update({f"other_db_{c}": row.pop(c) for c in unknown if row.get(c) is not None})
+        for c in unknown:
+            row.pop(c, None)
         if row.get("role") in FOREIGN_ROLES or not isinstance(row.get("role"), str):
             foreign.append({**row, "session_id": session_id, **({"extra": extra} if extra else {})})
             continue
