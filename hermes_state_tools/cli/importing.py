@@ -68,9 +68,11 @@ def _dry_run_lines(doc: dict[str, Any]) -> list[str]:
             shown = ", ".join(ids[:_NAMES_SHOWN]) + (f", ... ({len(ids):,} in all; --json lists every one)"
                                                       if len(ids) > _NAMES_SHOWN else "")
             lines.append(f"would {verb}: {shown}")
-    if doc.get("would_upgrade"):
-        lines.append(f"the real run would first back the database up and upgrade its schema "
-                     f"({doc['would_upgrade']})")
+    upgrade = doc.get("would_upgrade")
+    if upgrade:
+        old = upgrade["from"] if upgrade["from"] is not None else "unknown"
+        lines.append(f"the real run would take a backup first ({upgrade['backup_first']}), then upgrade the "
+                     f"schema from version {old} to {upgrade['to']}")
     return lines
 
 

@@ -46,7 +46,7 @@ class ImportStats:
     messages_enriched: int = 0  # stored messages that gained fields the files know
     files_read: int = 0
     backup: str | None = None  # taken when the database had to be upgraded first
-    would_upgrade: str | None = None  # a dry run: the schema change the real run would make (backup first)
+    would_upgrade: dict[str, Any] | None = None  # a dry run: the schema change the real run would make
     problems: list[Problem] = field(default_factory=list)
     would_create: list[str] = field(default_factory=list)  # a dry run's session ids
     would_update: list[str] = field(default_factory=list)
@@ -172,9 +172,8 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> None:
     if not (db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path)):
         return
     if stats.dry_run:
-        version = peek_version(db_path)
-        stats.would_upgrade = (f"schema version {version if version is not None else 'unknown'} -> {SCHEMA_VERSION}; "
-                               f"a backup beside {db_path.name} is taken first")
+        stats.would_upgrade = {"from": peek_version(db_path), "to": SCHEMA_VERSION,
+                               "backup_first": f"{db_path}.bak-<timestamp>"}
     else:
         stats.backup = str(backup_before_schema_change(db_path))
 
