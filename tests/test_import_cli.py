@@ -292,3 +292,17 @@ def test_progress_bars_show_on_a_terminal_and_never_on_a_pipe(tmp_path):
     assert code == 0 and "sessions: 100%" in shown
     piped = run_module("--db", tmp_path / "again.db", "import-jsonl", LEGACY_HOME)
     assert "files:" not in piped.stderr and "msg/s" not in piped.stderr
+
+
+def test_a_dry_run_names_its_sessions_and_the_upgrade_it_would_make(tmp_path):
+    db = load_fixture("v5", tmp_path)
+    before = file_digests(db)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "20260301_101010_4b4b4b4b.jsonl").write_text('{"role": "user", "content": "x"}\n')
+    code, doc = import_json(db, folder, options=["--dry-run"])
+    assert code == 0 and file_digests(db) == before
+    assert (doc["would_create"], doc["would_update"]) == (["20260301_101010_4b4b4b4b"], [])
+    assert doc["would_upgrade"] == {"from": 5, "to": 6, "backup_first": f"{db}.bak-<timestamp>"}
+    human = cli("--db", db, "import-jsonl", folder, "--dry-run", "--no-progress").stdout
+    assert "would create: 20260301_101010_4b4b4b4b" in human and "take a backup first" in human
