@@ -53,3 +53,31 @@ def test_fill_nulls_never_overwrite_and_count_the_same_in_a_dry_run(tmp_path):
     assert message_extras(db, SID)[rows[0]["id"]] == {"message_id": "tg-1"}
     _code, again = import_json(db, folder)
     assert (again["messages_enriched"], again["sessions_updated"], again["messages_imported"]) == (0, 0, 0)
+
+
+def test_the_reader_process_enriches_as_an_in_process_import_does(tmp_path, monkeypatch):
+    from hermes_state_tools.ingest import run
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    count = run.PARALLEL_FROM_FILES + 2
+    for name in ("staged.db", "local.db"):
+        db = SessionDB(tmp_path / name)
+        for n in range(count):
+            sid = f"20260215_1000{n:02d}_b8c9d0e1"
+            db.create_session(sid, "telegram")
+            db.append_message(sid, "user", f"q{n}")
+            db.append_message(sid, "assistant", f"a{n}")
+        db.close()
+    for n in range(count):
+        lines = [{"role": "user", "content": f"q{n}", "message_id": f"m{n}"},
+                 {"role": "assistant", "content": f"a{n}", "reasoning": f"r{n}"}]
+        (folder / f"20260215_1000{n:02d}_b8c9d0e1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    _code, staged = import_json(tmp_path / "staged.db", folder)
+    monkeypatch.setattr(run, "PARALLEL_FROM_FILES", 10**9)
+    local = run.import_paths(tmp_path / "local.db", [folder]).as_dict()
+    assert staged["messages_enriched"] == local["messages_enriched"] == 2 * count
+    reasonings = "SELECT reasoning FROM messages WHERE role = 'assistant' ORDER BY session_id"
+    assert query(tmp_path / "staged.db", reasonings) == query(tmp_path / "local.db", reasonings)
+    assert query(tmp_path / "staged.db", reasonings)[0] == {"reasoning": "r0"}
