@@ -83,7 +83,7 @@ def test_upgrade_keeps_every_row_and_reaches_the_fresh_schema(name: str, tmp_pat
     conn = _connect(path)
     assert describe(conn) == _fresh_schema(tmp_path)
     assert read_version(conn) == SCHEMA_VERSION
-    renamed = {r["session_id"]: r for r in report["renamed_titles"]}
+    renamed = {r["session_id"]: r for r in report.renamed_titles}
     after = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
     for table, rows in before.items():
         assert set(after[table]) == set(rows), f"{table} ids changed"
@@ -118,15 +118,15 @@ def test_second_upgrade_changes_nothing(name: str, tmp_path: Path) -> None:
     upgrade_file(path, backup=False)
     first = dump_sql(sqlite3.connect(str(path)))
     report = upgrade_file(path)
-    assert report["steps"] == [] and report["renamed_titles"] == [] and report["repairs"] == []
-    assert report["backup"] is None  # nothing pending, nothing to back up
+    assert report.steps == () and report.renamed_titles == () and report.repairs == ()
+    assert report.backup is None  # nothing pending, nothing to back up
     assert dump_sql(sqlite3.connect(str(path))) == first
 
 
 def test_duplicate_titles_keep_every_title(tmp_path: Path) -> None:
     path = load_fixture("trap_duplicate_titles", tmp_path)
     report = upgrade_file(path, backup=False)
-    renames = {r["session_id"]: (r["old"], r["new"]) for r in report["renamed_titles"]}
+    renames = {r["session_id"]: (r["old"], r["new"]) for r in report.renamed_titles}
     assert renames == {
         "20260112_081530_5be07d11": ("Fix Docker Build", "Fix Docker Build #4"),
         "20260115_090000_deadbe": ("Fix Docker Build", "Fix Docker Build #5"),
@@ -142,14 +142,14 @@ def test_duplicate_titles_keep_every_title(tmp_path: Path) -> None:
 def test_missing_version_row_is_detected_not_stamped(tmp_path: Path) -> None:
     path = load_fixture("trap_no_version_table", tmp_path)
     report = upgrade_file(path, backup=False)
-    assert report["from_version"] == 4
-    assert report["steps"] == [STEPS[5][0], STEPS[6][0]]
+    assert report.from_version == 4
+    assert report.steps == (STEPS[5][0], STEPS[6][0])
 
 
 def test_interrupted_upgrade_finishes(tmp_path: Path) -> None:
     path = load_fixture("trap_interrupted_upgrade", tmp_path)
     report = upgrade_file(path, backup=False)
-    assert report["from_version"] == 3
+    assert report.from_version == 3
     conn = _connect(path)
     assert read_version(conn) == 6 and describe(conn) == _fresh_schema(tmp_path)
 
@@ -158,7 +158,7 @@ def test_missing_fts_and_triggers_are_rebuilt(tmp_path: Path) -> None:
     for name in ("trap_no_fts", "trap_no_triggers"):
         path = load_fixture(name, tmp_path)
         report = upgrade_file(path, backup=False)
-        assert any("messages_fts_insert" in r for r in report["repairs"])
+        assert any("messages_fts_insert" in r for r in report.repairs)
         conn = _connect(path)
         _fts_in_sync(conn)
         indexed = conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'disk'").fetchone()[0]
@@ -181,8 +181,8 @@ def test_dry_run_changes_nothing_and_reports_steps(tmp_path: Path) -> None:
     path = load_fixture("v2", tmp_path)
     before = _sha(path)
     report = upgrade_file(path, dry_run=True)
-    assert report["dry_run"] is True and report["backup"] is None
-    assert report["from_version"] == 2 and len(report["steps"]) == 4
+    assert report.dry_run is True and report.backup is None
+    assert report.from_version == 2 and len(report.steps) == 4
     assert _sha(path) == before
     # a reader may leave SQLite's -wal/-shm beside the file, but never a backup or a copy
     assert {p for p in os.listdir(tmp_path) if not p.endswith(("-wal", "-shm"))} == {"v2.db"}
@@ -191,7 +191,7 @@ def test_dry_run_changes_nothing_and_reports_steps(tmp_path: Path) -> None:
 def test_backup_is_taken_and_verified(tmp_path: Path) -> None:
     path = load_fixture("v3", tmp_path)
     report = upgrade_file(path)
-    backup = Path(report["backup"])
+    backup = Path(report.backup)
     assert backup.name.startswith("v3.db.bak-") and oct(backup.stat().st_mode & 0o777) == "0o600"
     conn = sqlite3.connect(str(backup))
     assert read_version(conn) == 3  # the backup is the file as it was before upgrading
@@ -329,7 +329,7 @@ def test_random_old_data_upgrades_with_nothing_lost(tmp_path_factory, version, s
 
     report = upgrade_file(path, backup=False)
 
-    renamed = {r["session_id"]: r["old"] for r in report["renamed_titles"]}
+    renamed = {r["session_id"]: r["old"] for r in report.renamed_titles}
     after = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
     for table, rows in before.items():
         assert set(after[table]) == set(rows)

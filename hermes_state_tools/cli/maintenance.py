@@ -108,7 +108,7 @@ def rebuild_fts(as_json: bool) -> None:
       hermes-state rebuild-fts
       hermes-state --db state.db rebuild-fts --json
     """
-    doc = rebuild_fts_file(settings().db)
+    doc = rebuild_fts_file(settings().db).as_dict()
     emit(doc, lambda d: f"rebuilt messages_fts from {d['messages_indexed']:,} messages"
                         + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
 
@@ -137,7 +137,7 @@ def vacuum(as_json: bool) -> None:
       hermes-state vacuum
       hermes-state vacuum --json
     """
-    doc = vacuum_file(settings().db)
+    doc = vacuum_file(settings().db).as_dict()
     emit(doc, _human_vacuum)
 
 

@@ -43,5 +43,5 @@ def upgrade(dry_run: bool, no_backup: bool, as_json: bool) -> None:
       hermes-state upgrade
       hermes-state --db old.db upgrade --dry-run --json
     """
-    doc = upgrade_file(settings().db, backup=not no_backup, dry_run=dry_run)
+    doc = upgrade_file(settings().db, backup=not no_backup, dry_run=dry_run).as_dict()
     emit(doc, _human)

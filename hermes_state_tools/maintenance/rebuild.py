@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.search import trigram
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import fts
 
 
-def rebuild_fts_file(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RebuildReport(Report):
+    path: str
+    messages_indexed: int
+    recreated: tuple[str, ...]  # FTS objects that were missing and were created again
+    ok: bool = True
+
+
+def rebuild_fts_file(path: Path) -> RebuildReport:
     """Rebuild messages_fts from `messages`, recreating the FTS table or triggers first if missing."""
 
     def rebuild(conn: sqlite3.Connection) -> tuple[list[str], int]:
@@ -22,6 +31,6 @@ def rebuild_fts_file(path: Path) -> dict[str, Any]:
 
     with writing(path) as (_conn, runner):
         recreated, count = runner.run(rebuild)
-    return {"ok": True, "path": str(path), "messages_indexed": count, "recreated": recreated}
+    return RebuildReport(str(path), count, tuple(recreated))
 
 

@@ -4,29 +4,42 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.opening import open_store, schema_change_pending
 
 
-def _run_upgrade(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class UpgradeFileReport(Report):
+    from_version: int
+    to_version: int
+    created: bool
+    steps: tuple[str, ...]
+    renamed_titles: tuple[dict[str, str], ...]  # {"session_id", "old", "new"}
+    repairs: tuple[str, ...]
+    backup: str | None  # the verified copy taken first, None when nothing was pending (or --no-backup)
+    dry_run: bool
+    ok: bool = True
+
+
+def _run_upgrade(path: Path, backup: str | None, dry_run: bool) -> UpgradeFileReport:
     conn, _runner, report = open_store(path, threading.RLock())
     conn.close()
-    return asdict(report)
+    return UpgradeFileReport(report.from_version, report.to_version, report.created, tuple(report.steps),
+                             tuple(report.renamed_titles), tuple(report.repairs), backup, dry_run)
 
 
-def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False) -> dict[str, Any]:
+def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     needed = schema_change_pending(path)  # refuses a missing, foreign or newer file first
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="hermes-state-dry-run-") as scratch:
             copy = Path(scratch) / path.name
             backup_database(path, copy)
-            report = _run_upgrade(copy)
-        return {"ok": True, **report, "backup": None, "dry_run": True}
+            return _run_upgrade(copy, None, True)
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
     backup_path = str(backup_before_schema_change(path)) if backup and needed else None
-    return {"ok": True, **_run_upgrade(path), "backup": backup_path, "dry_run": False}
+    return _run_upgrade(path, backup_path, False)

@@ -7,11 +7,12 @@ is safe while Hermes keeps using the file.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hermes_state_tools.core.connection import WriteRunner, retry_on_lock
 from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import fts
@@ -61,14 +62,23 @@ def worth_vacuuming(free: int, ratio: float) -> bool:
     return ratio > VACUUM_FREE_RATIO or free > VACUUM_FREE_BYTES
 
 
-def vacuum_file(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class VacuumReport(Report):
+    path: str
+    optimized: bool
+    bytes_before: int
+    bytes_after: int
+    vacuumed: bool = True
+    ok: bool = True
+
+
+def vacuum_file(path: Path) -> VacuumReport:
     """Checkpoint the WAL, optimize FTS, VACUUM and ANALYZE; bytes on disk before and after."""
     with writing(path) as (conn, runner):
         before = file_bytes(path)
         _checkpoint(conn)
         optimized = optimize_fts(conn, runner)
         vacuum_now(conn, runner)
-    return {"ok": True, "path": str(path), "optimized": optimized, "vacuumed": True,
-            "bytes_before": before, "bytes_after": file_bytes(path)}
+    return VacuumReport(str(path), optimized, before, file_bytes(path))
 
 
