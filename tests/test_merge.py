@@ -125,3 +125,20 @@ def test_a_newer_schemas_unknown_columns_are_kept_as_extra_data(tmp_path):
     assert json.loads(message["data"]) == {"other_db_api_content": "as sent"}
     [session] = query(tmp_path / "state.db", "SELECT data FROM hst_session_extra")
     assert json.loads(session["data"]) == {"other_db_display_kind": "chat"}
+
+
+def test_a_parent_missing_from_both_is_reported_once_and_a_rerun_changes_nothing(tmp_path):
+    other = tmp_path / "other.db"
+    db = SessionDB(other)
+    db.create_session("p", "cli")
+    db.create_session("c", "cli", parent_session_id="p")
+    db.append_message("c", "user", "x")
+    db.close()
+    conn = sqlite3.connect(other)
+    conn.execute("DELETE FROM sessions WHERE id = 'p'")  # pruned on that machine: the child keeps its link
+    conn.commit()
+    conn.close()
+    _code, first = merge_json(tmp_path / "state.db", other)
+    assert first["sessions_created"] == 1 and first["problem_counts"] == {"missing_parent": 1}
+    _code, again = merge_json(tmp_path / "state.db", other)
+    assert (again["sessions_updated"], again["messages_imported"], again["problems"]) == (0, 0, [])

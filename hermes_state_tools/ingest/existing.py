@@ -42,7 +42,15 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
             missing |= {PARTS_KEY}  # stored as text: a copy's list of parts (its images) is kept beside it
         messages.append(ExistingMessage(m[0], m[1], None, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),
                                         missing, extra_keys.get(m[0], frozenset())))
-    return Existing(dict(row), tuple(messages), tuple(foreign))
+    return Existing(dict(row), tuple(messages), tuple(foreign), _parked_parent(conn, session_id))
+
+
+def _parked_parent(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The parent link the writer kept aside for this session, while that parent is still missing."""
+    parked = extras.session_extra(conn, session_id).get("parent_session_id")
+    if not isinstance(parked, str):
+        return None
+    return None if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parked,)).fetchone() else parked
 
 
 def fingerprint(conn: sqlite3.Connection, session_id: str) -> Fingerprint:

@@ -51,6 +51,9 @@ class Existing:
     row: dict[str, Any]
     messages: tuple[ExistingMessage, ...]
     foreign_ids: tuple[int, ...] = ()  # rows that are no message (tables/foreign_rows.py): moved on write
+    # A parent link kept aside in the extra data whose parent is still missing: filling it again would
+    # only park it again (and count the session as updated on every run).
+    parked_parent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,7 @@ def _fill_row(existing: Existing, copies: list[LegacySession]) -> dict[str, Any]
     return {
         name: value for name, value in merged.items()
         if name not in _NEVER_FILLED and value is not None and existing.row.get(name) in (None, "")
+        and not (name == "parent_session_id" and value == existing.parked_parent)
     }
 
 
