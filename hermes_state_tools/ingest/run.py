@@ -83,9 +83,10 @@ class ImportStats:
             "problem_counts": kinds, "failure_counts": failures, "notice_counts": notices,
             "problems": [p.as_dict() for p in self.problems],
         }
-        if self.dry_run:
-            doc |= {"would_create": self.would_create, "would_update": self.would_update,
-                    "would_upgrade": self.would_upgrade}
+        if self.dry_run:  # each id once; a session the run would create and then add to is created
+            created = dict.fromkeys(self.would_create)
+            updated = [sid for sid in dict.fromkeys(self.would_update) if sid not in created]
+            doc |= {"would_create": list(created), "would_update": updated, "would_upgrade": self.would_upgrade}
         return doc
 
 
