@@ -306,3 +306,15 @@ def test_a_dry_run_names_its_sessions_and_the_upgrade_it_would_make(tmp_path):
     assert doc["would_upgrade"] == {"from": 5, "to": 6, "backup_first": f"{db}.bak-<timestamp>"}
     human = cli("--db", db, "import-jsonl", folder, "--dry-run", "--no-progress").stdout
     assert "would create: 20260301_101010_4b4b4b4b" in human and "take a backup first" in human
+
+
+def test_a_dry_run_lists_each_session_once():
+    from hermes_state_tools.ingest.run import ImportStats
+    from hermes_state_tools.ingest.writer import Written
+
+    stats = ImportStats(dry_run=True)
+    for written in (Written("a", True, False, 1, 0, ()), Written("a", False, True, 1, 0, ()),
+                    Written("b", False, True, 1, 0, ()), Written("b", False, True, 2, 0, ())):
+        stats.count(written)
+    doc = stats.as_dict()
+    assert (doc["would_create"], doc["would_update"]) == (["a"], ["b"])
