@@ -8,23 +8,32 @@ import time
 from hermes_state_tools.tables import extras
 
 _DAY_S = 86_400
+# Messages go in slices of this many sessions: a DELETE with triggers first collects every rowid
+# it will delete, so one statement over half a million messages holds them all in memory.
+_SESSIONS_PER_SLICE = 1000
 
 
 def delete_ids(conn: sqlite3.Connection, ids: list[str]) -> int:
     """Orphan the children, then delete messages, extra data and the sessions; returns messages deleted."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _doomed (id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM _doomed")
+    conn.execute("DROP TABLE IF EXISTS temp._doomed")
+    conn.execute("CREATE TEMP TABLE _doomed (n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)")
     conn.executemany("INSERT OR IGNORE INTO _doomed (id) VALUES (?)", ((i,) for i in ids))
     conn.execute(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM _doomed) "
         "AND id NOT IN (SELECT id FROM _doomed)"
     )
     extras.delete_for_sessions(conn, "SELECT id FROM _doomed")
-    deleted = conn.execute("DELETE FROM messages WHERE session_id IN (SELECT id FROM _doomed)").rowcount
-    # Parent links among the doomed sessions themselves go first so the foreign key holds.
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE id IN (SELECT id FROM _doomed)")
+    deleted = 0
+    last = conn.execute("SELECT COALESCE(MAX(n), 0) FROM _doomed").fetchone()[0]
+    for first in range(1, last + 1, _SESSIONS_PER_SLICE):
+        deleted += conn.execute(
+            "DELETE FROM messages WHERE session_id IN (SELECT id FROM _doomed WHERE n BETWEEN ? AND ?)",
+            (first, first + _SESSIONS_PER_SLICE - 1),
+        ).rowcount
+    # One statement for the sessions: parent links among the doomed sessions themselves vanish with
+    # them, and SQLite checks the foreign key at the end of the statement, so they need no UPDATE.
     conn.execute("DELETE FROM sessions WHERE id IN (SELECT id FROM _doomed)")
-    conn.execute("DELETE FROM _doomed")
+    conn.execute("DROP TABLE temp._doomed")
     return int(deleted)
 
 
