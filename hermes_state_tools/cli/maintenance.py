@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings, step_bar
 from hermes_state_tools.errors import ConfirmationRequired
 from hermes_state_tools.maintenance.checks import check_file
 from hermes_state_tools.maintenance.maintain import maintain_file
@@ -67,7 +67,8 @@ def check(quick: bool, as_json: bool) -> None:
       hermes-state --db backup.db check --quick --json
     """
     path = settings().db
-    findings = check_file(path, quick)
+    with step_bar("check") as progress:
+        findings = check_file(path, quick, progress)
     emit({"ok": not findings, "path": str(path), "quick": quick, "problems": [f.as_dict() for f in findings]},
          _human_check)
     _exit_unless(not findings)
@@ -89,7 +90,8 @@ def repair(dry_run: bool, as_json: bool) -> None:
       hermes-state repair --dry-run
       hermes-state repair --json
     """
-    report = repair_file(settings().db, dry_run)
+    with step_bar("repair") as progress:
+        report = repair_file(settings().db, dry_run, progress=progress)
     emit(report.as_dict(), _human_repair)
     _exit_unless(report.ok)
 
@@ -123,7 +125,8 @@ def vacuum(as_json: bool) -> None:
       hermes-state vacuum
       hermes-state vacuum --json
     """
-    doc = vacuum_file(settings().db)
+    with step_bar("vacuum") as progress:
+        doc = vacuum_file(settings().db, progress)
     emit(doc, lambda d: f"vacuumed {d['path']}: {d['bytes_before']:,} -> {d['bytes_after']:,} bytes")
 
 
@@ -179,7 +182,8 @@ def maintain(as_json: bool) -> None:
       hermes-state maintain
       hermes-state maintain --json --no-progress   # from cron
     """
-    doc = maintain_file(settings().db)
+    with step_bar("maintain") as progress:
+        doc = maintain_file(settings().db, progress)
     emit(doc, _human_maintain)
     _exit_unless(doc["ok"])
 

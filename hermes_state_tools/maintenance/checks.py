@@ -26,6 +26,7 @@ from hermes_state_tools.core.schema import (
     object_names,
     table_columns,
 )
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.maintenance import fts_agreement, quick_pass
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import counters, lineage, titles
@@ -200,14 +201,25 @@ def quick_rows(conn: sqlite3.Connection) -> Iterator[Finding]:
 
 
 Check = Callable[[sqlite3.Connection], Iterator[Finding]]
-Progress = Callable[[str], None]  # told the name of each check as it starts
 
 
-def all_checks(quick: bool = False, agrees: Agreement | None = None) -> tuple[Check, ...]:
-    """Every check, in report order (`agrees`: FTS5's integrity-check run on a snapshot, see check_file)."""
+Elsewhere = Callable[[], "list[Finding]"]  # a check's findings, computed on another connection
+
+
+def integrity_elsewhere(_conn: sqlite3.Connection, result: Elsewhere) -> Iterator[Finding]:
+    """`integrity`, run on a connection of its own in another thread (see check_file)."""
+    yield from result()
+
+
+def all_checks(quick: bool = False, agrees: Agreement | None = None,
+               integrity_result: Elsewhere | None = None) -> tuple[Check, ...]:
+    """Every check, in report order (`agrees`: FTS5's integrity-check run on a snapshot;
+    `integrity_result`: --quick's quick_check run in another thread; see check_file)."""
     if quick:
-        return (partial(integrity, quick=True), quick_rows, missing_triggers, missing_indexes, lineage_cycles,
-                missing_parents, duplicate_titles, schema_version)
+        first = (partial(integrity, quick=True) if integrity_result is None
+                 else partial(integrity_elsewhere, result=integrity_result))
+        return (first, quick_rows, missing_triggers, missing_indexes, lineage_cycles, missing_parents,
+                duplicate_titles, schema_version)
     return (
         integrity, foreign_keys, partial(fts_sync, agrees=agrees), missing_triggers, missing_indexes,
         lineage_cycles, missing_parents, counter_mismatches, duplicate_titles, schema_version,
@@ -220,12 +232,11 @@ def check_name(check: Check) -> str:
 
 
 def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None,
-               progress: Progress | None = None) -> list[Finding]:
+               progress: Steps | None = None, integrity_result: Elsewhere | None = None) -> list[Finding]:
     """Every finding of every check, on the caller's connection and transaction."""
     findings: list[Finding] = []
-    for check in all_checks(quick, agrees):
-        if progress is not None:
-            progress(check_name(check))
+    for check in all_checks(quick, agrees, integrity_result):
+        step(progress, check_name(check))
         findings += check(conn)
     return findings
 
@@ -238,12 +249,23 @@ def _snapshot_check(pool: ThreadPoolExecutor, path: Path, conn: sqlite3.Connecti
     return future.result
 
 
-def check_file(path: Path, quick: bool = False, progress: Progress | None = None) -> list[Finding]:
-    """Check a database file on a read-only connection, in one consistent snapshot; nothing is written."""
-    with reading(path) as conn, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-fts-check") as pool:
-        agrees = None if quick else _snapshot_check(pool, path, conn)
+def _quick_check_elsewhere(path: Path) -> list[Finding]:
+    with reading(path) as conn:
+        return list(integrity(conn, quick=True))
+
+
+def check_file(path: Path, quick: bool = False, progress: Steps | None = None) -> list[Finding]:
+    """Check a database file on read-only connections, nothing written. The costly half runs in a
+    second thread while the other checks run here (sqlite3 lets go of the GIL): FTS5's integrity-check
+    on a private snapshot (full), or quick_check (--quick) on a connection of its own."""
+    with reading(path) as conn, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-check") as pool:
+        agrees, elsewhere = None, None
+        if quick:
+            elsewhere = pool.submit(_quick_check_elsewhere, path).result
+        else:
+            agrees = _snapshot_check(pool, path, conn)
         conn.execute("BEGIN")  # one snapshot while other processes keep writing
         try:
-            return run_checks(conn, quick, agrees, progress)
+            return run_checks(conn, quick, agrees, progress, elsewhere)
         finally:
             conn.execute("ROLLBACK")

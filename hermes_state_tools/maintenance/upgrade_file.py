@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.opening import open_store, schema_change_pending
 
@@ -18,15 +19,22 @@ def _run_upgrade(path: Path) -> dict[str, Any]:
     return asdict(report)
 
 
-def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False) -> dict[str, Any]:
+def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
+                 progress: Steps | None = None) -> dict[str, Any]:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     needed = schema_change_pending(path)  # refuses a missing, foreign or newer file first
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="hermes-state-dry-run-") as scratch:
             copy = Path(scratch) / path.name
+            step(progress, "copying for the dry run")
             backup_database(path, copy)
+            step(progress, "upgrading the copy")
             report = _run_upgrade(copy)
         return {"ok": True, **report, "backup": None, "dry_run": True}
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
-    backup_path = str(backup_before_schema_change(path)) if backup and needed else None
+    backup_path = None
+    if backup and needed:
+        step(progress, "backup")
+        backup_path = str(backup_before_schema_change(path))
+    step(progress, "upgrading")
     return {"ok": True, **_run_upgrade(path), "backup": backup_path, "dry_run": False}

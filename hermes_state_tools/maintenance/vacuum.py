@@ -13,6 +13,7 @@ from typing import Any
 from hermes_state_tools.core.connection import WriteRunner, retry_on_lock
 from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import fts
 
@@ -40,11 +41,15 @@ def optimize_fts(conn: sqlite3.Connection, runner: WriteRunner) -> bool:
     return True
 
 
-def vacuum_now(conn: sqlite3.Connection, runner: WriteRunner) -> None:
+def vacuum_now(conn: sqlite3.Connection, runner: WriteRunner, progress: Steps | None = None) -> None:
     """Checkpoint, VACUUM, ANALYZE, and checkpoint again so the smaller file is what is on disk."""
+    step(progress, "checkpoint")
     _checkpoint(conn)
+    step(progress, "VACUUM")
     retry_on_lock(lambda: conn.execute("VACUUM"))
+    step(progress, "ANALYZE")
     runner.run(lambda c: c.execute("ANALYZE"))
+    step(progress, "checkpoint")
     _checkpoint(conn)
 
 
@@ -61,13 +66,15 @@ def worth_vacuuming(free: int, ratio: float) -> bool:
     return ratio > VACUUM_FREE_RATIO or free > VACUUM_FREE_BYTES
 
 
-def vacuum_file(path: Path) -> dict[str, Any]:
+def vacuum_file(path: Path, progress: Steps | None = None) -> dict[str, Any]:
     """Checkpoint the WAL, optimize FTS, VACUUM and ANALYZE; bytes on disk before and after."""
     with writing(path) as (conn, runner):
         before = file_bytes(path)
+        step(progress, "checkpoint")
         _checkpoint(conn)
+        step(progress, "optimizing the search index")
         optimized = optimize_fts(conn, runner)
-        vacuum_now(conn, runner)
+        vacuum_now(conn, runner, progress)
     return {"ok": True, "path": str(path), "optimized": optimized, "vacuumed": True,
             "bytes_before": before, "bytes_after": file_bytes(path)}
 
