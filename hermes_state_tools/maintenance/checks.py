@@ -228,17 +228,26 @@ def all_checks(quick: bool = False, agrees: Agreement | None = None,
 
 def check_name(check: Check) -> str:
     """The name a progress display shows for a check."""
-    return getattr(check, "func", check).__name__.replace("_", " ")
+    return getattr(check, "func", check).__name__.removesuffix("_elsewhere").replace("_", " ")
+
+
+def _waits(check: Check) -> bool:
+    """Whether the check waits for work running in another thread (see check_file)."""
+    func, keywords = getattr(check, "func", None), getattr(check, "keywords", {})
+    return func is integrity_elsewhere or (func is fts_sync and keywords.get("agrees") is not None)
 
 
 def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None,
                progress: Steps | None = None, integrity_result: Elsewhere | None = None) -> list[Finding]:
-    """Every finding of every check, on the caller's connection and transaction."""
-    findings: list[Finding] = []
-    for check in all_checks(quick, agrees, integrity_result):
-        step(progress, check_name(check))
-        findings += check(conn)
-    return findings
+    """Every finding of every check, on the caller's connection and transaction, in report order.
+
+    The checks that wait for another thread's answer run last, so the others overlap with it."""
+    checks = all_checks(quick, agrees, integrity_result)
+    found: dict[int, list[Finding]] = {}
+    for n in sorted(range(len(checks)), key=lambda n: _waits(checks[n])):
+        step(progress, check_name(checks[n]))
+        found[n] = list(checks[n](conn))
+    return [finding for n in range(len(checks)) for finding in found[n]]
 
 
 def _snapshot_check(pool: ThreadPoolExecutor, path: Path, conn: sqlite3.Connection) -> Agreement | None:
