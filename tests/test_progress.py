@@ -28,7 +28,7 @@ def test_a_long_run_shows_its_steps_and_a_quick_one_shows_nothing(monkeypatch):
     shown_while_running = slow_out.getvalue()
     bar("fts sync")
     bar.close()
-    assert "check: 0 steps done" in shown_while_running and "integrity" in shown_while_running
+    assert "check [00:0" in shown_while_running and "0 steps done, integrity" in shown_while_running
 
 
 def test_check_names_every_step_it_runs(tmp_path):

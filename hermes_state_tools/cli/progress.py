@@ -71,7 +71,7 @@ class StepBar:
         self._began = self._clock()
         self._steps = 0
         self.bar = tqdm(desc=desc, unit="step", file=sys.stderr, delay=self._DELAY_S, leave=False,
-                        bar_format="{desc}: {n_fmt} steps done [{elapsed}] {postfix}")
+                        bar_format="{desc} [{elapsed}] {n_fmt} steps done{postfix}")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="hst-progress", daemon=True)
         self._thread.start()
