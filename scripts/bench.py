@@ -2,6 +2,8 @@
 
     python scripts/bench.py                 # 2,000 sessions / ~200,000 messages, plus RSS at 4x
     python scripts/bench.py --sessions 200  # a quick run
+    python scripts/bench.py --messages 1000000  # the at-scale cases (scripts/bench_scale.py) and the
+                                                # short-session import (10,000 sessions x 10 messages)
 
 1. import: `hermes-state import-jsonl` end to end (process start to exit, FTS complete) on a
    generated corpus of gateway JSONL transcripts, against the raw SQLite bulk limit: the same
@@ -191,6 +193,21 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def short_sessions(root: Path, repeat: int, sessions: int = 10_000, per_session: int = 10) -> None:
+    """Many small files: the import against the bulk limit of the same rows."""
+    corpus = make_corpus(root / "short", sessions, per_session, seed=5)
+    bulk, imports = [], []
+    for run in range(repeat):
+        _settle(root)
+        bulk.append(bulk_limit(root / f"sbulk{run}.db", corpus))
+        db = root / f"simport{run}.db"
+        _settle(root, keep=db)
+        imports.append(run_cli(["--db", str(db), "import-jsonl", str(root / "short"), "--no-progress", "--json"])[0])
+    print(f"short:   {sessions:,} sessions x {per_session} messages: bulk limit {_median(bulk):.2f} s, "
+          f"import-jsonl {_median(imports):.2f} s -> ratio {_median(bulk) / _median(imports):.2f} (goal >= 0.9)")
+    _settle(root)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="hermes-state-tools benchmarks (ratios against baselines)")
     parser.add_argument("--sessions", type=int, default=2000)
@@ -198,9 +215,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side, interleaved; medians compared")
     parser.add_argument("--no-scale", action="store_true", help="skip the 4x corpus memory run")
     parser.add_argument("--big-mb", type=int, default=200, help="MB of text in the one-big-session run (0: skip)")
+    parser.add_argument("--messages", type=int, default=0,
+                        help="run the at-scale cases on a Zipf-text store of this many messages instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
         root = Path(scratch)
+        if args.messages:
+            from bench_scale import run_scale
+
+            run_scale(args.messages, args.repeat, run_cli, root)
+            short_sessions(root, args.repeat)
+            return
         corpus = make_corpus(root / "sessions", args.sessions, args.messages_per_session)
         total = sum(len(lines) - 1 for _, lines in corpus)
         size = sum(f.stat().st_size for f in (root / "sessions").iterdir())

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pytest
-from damage import PLANTS, build_healthy, cli_json, found, planted, unchanged
+from damage import PLANTS, build_healthy, cli_json, found, planted, raw, unchanged
 from helpers import file_digests
 from schema_fixtures import UPGRADABLE, load_fixture
 
+from hermes_state_tools.maintenance import fts_agreement
 from hermes_state_tools.maintenance.checks import KINDS, Finding, check_file, run_checks
 
 
@@ -56,9 +59,71 @@ def test_check_of_a_cleanly_closed_file_keeps_the_main_file_and_adds_no_data(tmp
     assert unchanged(path, before)
 
 
-@pytest.mark.parametrize("name", ["fts_unindexed", "fts_stale", "foreign_key", "lineage_cycle", "counter_mismatch"])
+@pytest.mark.parametrize("name", ["fts_unindexed", "fts_stale", "foreign_key", "lineage_cycle"])
 def test_quick_finds_the_same_as_the_full_check(tmp_path, name):
     assert found(check_file(planted(tmp_path, name), quick=True)) == PLANTS[name][1]
+
+
+def test_quick_compares_message_counts_and_leaves_tool_calls_to_the_full_check(tmp_path):
+    # the plant breaks gamma's message_count and delta's tool_call_count
+    findings = check_file(planted(tmp_path, "counter_mismatch"), quick=True)
+    assert found(findings) == {("counter_mismatch", ("gamma",))}
+    assert "message_count 99 (real 1)" in findings[0].detail
+
+
+def test_quick_finds_a_session_claiming_messages_it_does_not_have(tmp_path):
+    path = build_healthy(tmp_path / "state.db")
+    raw(path, "DELETE FROM messages WHERE session_id = 'gamma'")  # the delete trigger keeps FTS in step
+    assert found(check_file(path, quick=True)) == {("counter_mismatch", ("gamma",))}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_without_room_for_a_snapshot_the_token_audit_finds_the_same(tmp_path, name, monkeypatch):
+    monkeypatch.setattr(fts_agreement, "_snapshot_dir", lambda path, size: None)
+    assert found(check_file(planted(tmp_path, name))) == PLANTS[name][1]
+
+
+def test_the_snapshot_is_private_and_removed_afterwards(tmp_path, monkeypatch):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    made: list[Path] = []
+    real_check_copy = fts_agreement._check_copy
+
+    def spy(path: Path, copy: Path) -> bool | None:
+        made.append(copy)
+        assert copy.parent == scratch and copy.stat().st_mode & 0o077 == 0
+        return real_check_copy(path, copy)
+
+    monkeypatch.setattr(fts_agreement, "_check_copy", spy)
+    assert found(check_file(planted(tmp_path, "fts_changed"))) == PLANTS["fts_changed"][1]
+    assert len(made) == 1 and list(scratch.iterdir()) == []
+
+
+def test_index_damage_no_message_explains_is_still_found(tmp_path):
+    path = build_healthy(tmp_path / "state.db")
+    raw(path, "UPDATE messages_fts_docsize SET sz = X'05' WHERE id = 3")  # a wrong token count, same tokens
+    assert fts_agreement.id_drift(sqlite3.connect(path)) == ((), ())
+    assert found(check_file(path)) == {("fts_out_of_sync", ())}
+    assert check_file(path, quick=True) == []  # ids agree: only the full check tokenizes
+
+
+def test_inside_a_write_transaction_fts5s_own_check_runs_on_the_connection(tmp_path):
+    path = planted(tmp_path, "fts_changed")
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        assert fts_agreement.integrity_check(conn) is False
+        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES('rebuild')")
+        assert fts_agreement.integrity_check(conn) is True
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+    readonly = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert fts_agreement.integrity_check(readonly) is None  # refused: the caller falls back to the audit
+    finally:
+        readonly.close()
 
 
 def test_quick_skips_what_only_the_full_check_can_see(tmp_path):

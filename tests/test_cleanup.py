@@ -155,3 +155,24 @@ def test_export_keeps_multimodal_content_as_a_list(db):
     db.create_session("s1", "cli")
     db.append_message("s1", "user", parts)
     assert db.export_all()[0]["messages"][0]["content"] == parts
+
+
+def test_prune_in_slices_deletes_every_message_and_keeps_the_links_right(db, monkeypatch, db_path):
+    from hermes_state_tools.maintenance.checks import check_file
+    from hermes_state_tools.tables import deleting
+
+    monkeypatch.setattr(deleting, "_SESSIONS_PER_SLICE", 2)  # seven slices for 13 doomed sessions
+    aged(db, "root", 200, messages=("old root words",))
+    parent = "root"
+    for n in range(12):  # a doomed chain: each links to the one before
+        aged(db, f"c{n}", 199 - n, parent=parent, messages=(f"chain {n} words", "more words"))
+        parent = f"c{n}"
+    aged(db, "young", 5, parent="c11", messages=("young words",))
+    aged(db, "open", 300, ended=False, parent="c3", messages=("still talking",))
+    assert db.prune_sessions(older_than_days=90) == 13
+    assert existing(db, "root", *(f"c{n}" for n in range(12)), "young", "open") == {"young", "open"}
+    assert db.get_session("young")["parent_session_id"] is None
+    assert db.get_session("open")["parent_session_id"] is None
+    assert db.message_count() == 2 and db.search_messages("words")[0]["session_id"] == "young"
+    db.close()
+    assert check_file(db_path) == []  # no orphaned message, FTS in step, no dangling parent

@@ -105,3 +105,26 @@ def test_markdown_export_survives_odd_tool_calls(store: Path) -> None:
         db.append_message("s1", "assistant", "", tool_calls=[{"function": "ls"}, "raw", {"function": {"name": "x"}}])
     result = cli("--db", store, "export", "--format", "md")
     assert result.exit_code == 0 and "Tool call `x`" in result.stdout and "Tool call `?`" in result.stdout
+
+
+def test_every_command_module_registers_exactly_the_commands_the_lazy_map_names() -> None:
+    import importlib
+
+    from hermes_state_tools.cli import COMMAND_MODULES
+
+    for module in set(COMMAND_MODULES.values()):
+        importlib.import_module(f"hermes_state_tools.cli.{module}")
+    assert set(main.commands) == set(COMMAND_MODULES)
+    for name, module in COMMAND_MODULES.items():
+        assert main.commands[name].callback.__module__ == f"hermes_state_tools.cli.{module}"
+
+
+def test_a_command_loads_only_its_own_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from hermes_state_tools.cli import main; cmd = main.get_command(None, 'check'); "
+            "print(cmd.name, 'hermes_state_tools.cli.importing' in sys.modules, "
+            "'hermes_state_tools.ingest.run' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["check", "False", "False"]

@@ -173,7 +173,10 @@ def test_a_database_locked_past_the_retries_is_exit_75_and_unchanged(tmp_path, m
         before = file_digests(path)
         result = cli("--db", path, *args_for(name, tmp_path))
         assert result.exit_code == 75 and "locked" in result.stderr
-        assert len(result.stderr.splitlines()) == 1 and file_digests(path) == before
+        # first it says why it is quiet, once however many writes wait; then the one error line
+        waiting, error = result.stderr.splitlines()
+        assert waiting.startswith("hermes-state: waiting for the database: another process is writing")
+        assert "locked" in error and file_digests(path) == before
     finally:
         writer.close()
 

@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from hermes_state_tools.errors import UnknownSessionError
+
 TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "cronjob", "arguments": "{}"}}
 MULTIMODAL = [
     {"type": "text", "text": "What is in this picture? 这张图片里有什么"},
@@ -187,3 +189,17 @@ def test_timestamp_is_now(db, s1):
     before = time.time()
     db.append_message("s1", "user", "x")
     assert before <= db.get_messages("s1")[0]["timestamp"] <= time.time()
+
+
+@pytest.mark.parametrize("foreign_keys", ["ON", "OFF"])
+def test_append_to_an_unknown_session_raises_the_same_error_and_writes_nothing(db, foreign_keys):
+    db.create_session("s1", "cli")
+    db.append_message("s1", "user", "kept")
+    db._conn.execute(f"PRAGMA foreign_keys={foreign_keys}")  # OFF: a connection that does not enforce them
+    with pytest.raises(UnknownSessionError, match=r"^Session 'ghost' does not exist$") as caught:
+        db.append_message("ghost", "assistant", "lost", tool_calls=[{"id": "c"}])
+    assert isinstance(caught.value, sqlite3.IntegrityError) and caught.value.__cause__ is None
+    assert db._conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+    assert db.search_messages("lost") == []  # the FTS trigger's row went with the rolled-back insert
+    assert db.append_message("s1", "assistant", "still writable") > 0
+    assert db.get_session("s1")["message_count"] == 2

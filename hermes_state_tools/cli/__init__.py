@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from hermes_state_tools import __version__
-from hermes_state_tools.cli.base import DB_HELP, Settings, ToolGroup
+from hermes_state_tools.cli.base import DB_HELP, Settings, ToolGroup, announce_lock_wait
+from hermes_state_tools.core.connection import on_lock_wait
 from hermes_state_tools.core.paths import default_db_path
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 
@@ -50,20 +51,22 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
       hermes-state upgrade --json
     """
     ctx.obj = Settings(db.expanduser() if db is not None else default_db_path(), debug)
+    said: list[bool] = []
+
+    def waiting() -> None:
+        if not said:  # once per command, however many writes wait
+            said.append(True)
+            announce_lock_wait(ctx.obj.db)
+
+    on_lock_wait(waiting)
 
 
-def _register() -> None:
-    # Each module adds its commands to `main`.
-    from hermes_state_tools.cli import (  # noqa: F401
-        browse,
-        guide,
-        importing,
-        maintenance,
-        search,
-        sessions,
-        status,
-        upgrade,
-    )
-
-
-_register()
+# Each module adds its commands to `main` when imported; a command's module is imported when it runs.
+COMMAND_MODULES = {
+    "import-jsonl": "importing", "export": "importing",
+    "check": "maintenance", "repair": "maintenance", "rebuild-fts": "maintenance", "vacuum": "maintenance",
+    "backup": "maintenance", "maintain": "maintenance", "prune": "maintenance",
+    "search": "search", "sessions": "sessions", "status": "status", "upgrade": "upgrade",
+    "browse": "browse", "help": "guide", "schedule": "guide",
+}
+main.lazy = {name: f"hermes_state_tools.cli.{module}" for name, module in COMMAND_MODULES.items()}

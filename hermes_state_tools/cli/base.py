@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import importlib
 import os
 import sqlite3
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 import click
@@ -28,6 +31,7 @@ from hermes_state_tools.core.connection import (
     is_lock_error,
     result_code,
 )
+from hermes_state_tools.core.steps import Steps
 from hermes_state_tools.errors import (
     ConfirmationRequired,
     DamagedDatabaseError,
@@ -181,7 +185,21 @@ INTERRUPTED = "interrupted; what was already written is kept whole, re-run to fi
 
 
 class ToolGroup(click.Group):
-    """A click group that turns library errors into one-line messages and the contract's exit codes."""
+    """A click group that turns library errors into one-line messages and the contract's exit codes.
+
+    Commands load lazily: `lazy` maps a command name to the module that defines it, imported only
+    when that command runs (or --help lists them all), so `check --quick` does not pay for the
+    import pipeline's modules at start-up."""
+
+    lazy: Mapping[str, str] = MappingProxyType({})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            importlib.import_module(self.lazy[cmd_name])
+        return super().get_command(ctx, cmd_name)
 
     context_class = helptext.Context
     command_class = helptext.Command
@@ -294,6 +312,27 @@ def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> No
 def show_progress() -> bool:
     """Bars only on a terminal, and never with --no-progress or --json... on stdout they would not go anyway."""
     return settings().progress and sys.stderr.isatty()
+
+
+@contextmanager
+def step_bar(desc: str) -> Iterator[Steps | None]:
+    """A StepBar for a long single-call command on a terminal; None (no bar) otherwise."""
+    if not show_progress():
+        yield None
+        return
+    from hermes_state_tools.cli.progress import StepBar
+
+    bar = StepBar(desc)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def announce_lock_wait(path: Path) -> None:
+    """Said once on stderr when a write finds the database locked and starts retrying."""
+    click.echo(f"hermes-state: waiting for the database: another process is writing to {path} "
+               "(retrying for up to about 20 seconds)", err=True)
 
 
 def when(epoch: float | None) -> str:

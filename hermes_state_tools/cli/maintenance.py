@@ -10,7 +10,16 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, existing_folder, fail, plural, settings
+from hermes_state_tools.cli.base import (
+    EXIT_PROBLEMS,
+    common_options,
+    emit,
+    existing_folder,
+    fail,
+    plural,
+    settings,
+    step_bar,
+)
 from hermes_state_tools.errors import ConfirmationRequired
 from hermes_state_tools.maintenance.checks import check_file
 from hermes_state_tools.maintenance.maintain import maintain_file
@@ -69,7 +78,8 @@ def check(quick: bool, as_json: bool) -> None:
       hermes-state --db backup.db check --quick --json
     """
     path = settings().db
-    findings = check_file(path, quick)
+    with step_bar("check") as progress:
+        findings = check_file(path, quick, progress)
     emit({"ok": not findings, "path": str(path), "quick": quick, "problems": [f.as_dict() for f in findings]},
          _human_check)
     _exit_unless(not findings)
@@ -91,7 +101,8 @@ def repair(dry_run: bool, as_json: bool) -> None:
       hermes-state repair --dry-run
       hermes-state repair --json
     """
-    report = repair_file(settings().db, dry_run)
+    with step_bar("repair") as progress:
+        report = repair_file(settings().db, dry_run, progress=progress)
     emit(report.as_dict(), _human_repair)
     _exit_unless(report.ok)
 
@@ -137,7 +148,8 @@ def vacuum(as_json: bool) -> None:
       hermes-state vacuum
       hermes-state vacuum --json
     """
-    doc = vacuum_file(settings().db).as_dict()
+    with step_bar("vacuum") as progress:
+        doc = vacuum_file(settings().db, progress).as_dict()
     emit(doc, _human_vacuum)
 
 
@@ -197,7 +209,8 @@ def maintain(as_json: bool) -> None:
       hermes-state maintain
       hermes-state maintain --json --no-progress   # from cron
     """
-    doc = maintain_file(settings().db)
+    with step_bar("maintain") as progress:
+        doc = maintain_file(settings().db, progress)
     emit(doc, _human_maintain)
     _exit_unless(doc["ok"])
 

@@ -50,3 +50,44 @@ class ExportBar:
 
     def close(self) -> None:
         self.bar.close()
+
+
+class StepBar:
+    """One line for a long single-call command (check, repair, maintain, upgrade, vacuum): the step
+    running now, the steps done and the time so far. It appears only once the command has run for
+    a second (a quick run stays silent), and a small thread redraws it while one SQLite statement
+    runs for seconds with nothing to report."""
+
+    _DELAY_S = 1.0
+    _TICK_S = 0.5
+
+    def __init__(self, desc: str) -> None:
+        import threading
+        import time
+
+        from tqdm import tqdm
+
+        self._clock = time.monotonic
+        self._began = self._clock()
+        self._steps = 0
+        self.bar = tqdm(desc=desc, unit="step", file=sys.stderr, delay=self._DELAY_S, leave=False,
+                        bar_format="{desc} [{elapsed}] {n_fmt} steps done{postfix}")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="hst-progress", daemon=True)
+        self._thread.start()
+
+    def __call__(self, name: str) -> None:
+        if self._steps:
+            self.bar.update(1)
+        self._steps += 1
+        self.bar.set_postfix_str(name, refresh=False)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self._TICK_S):
+            if self._clock() - self._began >= self._DELAY_S:
+                self.bar.refresh()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.bar.close()

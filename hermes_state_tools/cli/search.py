@@ -9,7 +9,7 @@ import click
 
 from hermes_state_tools.cli import helptext, main, render
 from hermes_state_tools.cli.base import common_options, emit, settings, when
-from hermes_state_tools.views.search import search_file
+from hermes_state_tools.views.search import search_report
 
 ROLES = ("user", "assistant", "tool", "system")
 
@@ -19,6 +19,8 @@ def _human(doc: dict[str, Any]) -> str:
         return "no matches"
     colour = render.use_colour()
     lines = []
+    if doc["ranked_among"]:
+        lines.append(f"(a common query: best of the newest {doc['ranked_among']:,} matches)")
     for hit in doc["results"]:
         lines.append(f"{hit['session_id']}  {when(hit['timestamp'])}  {hit['source']}  "
                      f"{render.role(hit['role'], colour)}")
@@ -80,6 +82,10 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
                         with a hyphen (or: hermes-state search -- -build)
     CJK matches come newest first; Latin-only queries are ranked by relevance.
 
+    A query matching more than 2,000 messages (a common word) is ranked among its 2,000 most
+    recent matches only, so it answers in milliseconds at any size; --json then reports
+    "ranked_among": 2000 (null when every match was ranked).
+
     \b
     Examples:
       hermes-state search "disk usage"
@@ -87,5 +93,5 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
       hermes-state search deploy* --source telegram --role assistant --json
     """
     query = " ".join(word.removeprefix(_QUERY_MARK) for word in words)
-    results = search_file(settings().db, query, list(sources) or None, list(roles) or None, limit)
-    emit({"ok": True, "query": query, "results": results}, _human)
+    report = search_report(settings().db, query, list(sources) or None, list(roles) or None, limit)
+    emit({"ok": True, "query": query, **report}, _human)

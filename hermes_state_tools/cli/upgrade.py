@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import common_options, emit, settings
+from hermes_state_tools.cli.base import common_options, emit, settings, step_bar
 from hermes_state_tools.maintenance.upgrade_file import upgrade_file
 
 
@@ -43,5 +43,6 @@ def upgrade(dry_run: bool, no_backup: bool, as_json: bool) -> None:
       hermes-state upgrade
       hermes-state --db old.db upgrade --dry-run --json
     """
-    doc = upgrade_file(settings().db, backup=not no_backup, dry_run=dry_run).as_dict()
+    with step_bar("upgrade") as progress:
+        doc = upgrade_file(settings().db, backup=not no_backup, dry_run=dry_run, progress=progress).as_dict()
     emit(doc, _human)

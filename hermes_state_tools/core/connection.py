@@ -96,10 +96,22 @@ def read_only_peek(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
         conn.close()
 
 
+_lock_wait_notice: Callable[[], None] | None = None
+
+
+def on_lock_wait(notice: Callable[[], None] | None) -> None:
+    """What to do when a write finds the database locked and starts retrying: the CLI says on stderr
+    that it is waiting (instead of seconds of silence before exit 75); None, the default, is silent."""
+    global _lock_wait_notice
+    _lock_wait_notice = notice
+
+
 def retry_on_lock(fn: Callable[[], T]) -> T:
     """Call `fn`, retrying on locked/busy after a random 20-150 ms sleep, up to 15 retries."""
     last_error: sqlite3.OperationalError | None = None
     for attempt in range(_WRITE_MAX_RETRIES + 1):
+        if attempt == 1 and _lock_wait_notice is not None:
+            _lock_wait_notice()
         if attempt:
             time.sleep(random.uniform(_WRITE_RETRY_MIN_S, _WRITE_RETRY_MAX_S))
         try:

@@ -2,13 +2,17 @@
 
 Every check works on any connection (a read-only one for `check`, the write transaction of
 `repair` when it checks its own work) and never writes to the file: the only tables it creates
-live in the temp schema.
+live in the temp schema. `check_file` runs FTS5's own integrity-check (the costly half of a full
+check, one tokenizing pass) on a private snapshot in a second thread while SQLite's
+integrity_check runs on the live file (sqlite3 releases the GIL), so a full check costs about
+the larger of the two.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -22,7 +26,8 @@ from hermes_state_tools.core.schema import (
     object_names,
     table_columns,
 )
-from hermes_state_tools.maintenance import fts_agreement
+from hermes_state_tools.core.steps import Steps, step
+from hermes_state_tools.maintenance import fts_agreement, quick_pass
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
@@ -69,28 +74,34 @@ def integrity(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding
 
 def orphaned_messages(conn: sqlite3.Connection) -> list[tuple[str, float, float, int]]:
     """(session id, first time, last time, count) of messages whose session does not exist."""
-    return [tuple(row) for row in conn.execute(
-        "SELECT session_id, MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages m WHERE NOT EXISTS "
-        "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id ORDER BY session_id"
-    )]
+    # The distinct session ids come from the covering index (no table rows read); only orphans are
+    # then looked at row by row.
+    orphans = _ids(conn, "SELECT g.session_id FROM (SELECT DISTINCT session_id FROM messages) g "
+                         "WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = g.session_id) ORDER BY 1")
+    return [tuple(conn.execute("SELECT session_id, MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages "
+                               "WHERE session_id = ?", (session_id,)).fetchone()) for session_id in orphans]
 
 
 def foreign_keys(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """Rows pointing at a row that does not exist (a session's own parent link is `missing_parent`)."""
-    violations = {(row[0], row[2]) for row in conn.execute("PRAGMA foreign_key_check")}
-    if ("messages", "sessions") in violations:
-        for session_id, _first, _last, count in orphaned_messages(conn):
-            yield Finding("foreign_key", f"{count} messages belong to session {session_id!r}, which does not exist",
-                          (session_id,))
-    for table, parent in sorted(violations - {("messages", "sessions"), ("sessions", "sessions")}):
-        yield Finding("foreign_key", f"rows of {table} point at {parent} rows that do not exist")
+    """Messages of a session that does not exist: the schema's one foreign key besides a session's
+    own parent link (`missing_parent`). Answered from the session index instead of PRAGMA
+    foreign_key_check, which looks up every message's session."""
+    for session_id, _first, _last, count in orphaned_messages(conn):
+        yield Finding("foreign_key", f"{count} messages belong to session {session_id!r}, which does not exist",
+                      (session_id,))
 
 
-def fts_sync(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding]:
+Agreement = Callable[[], "bool | None"]  # FTS5's integrity-check, already run elsewhere (None: not run)
+
+
+def fts_sync(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None) -> Iterator[Finding]:
     """The FTS index against `messages` (ids always; tokens too unless quick), see fts_agreement."""
-    drift = fts_agreement.drift(conn, quick)
+    drift = fts_agreement.drift(conn, quick, agrees() if agrees is not None and not quick else None)
     if drift is None:
         return  # no FTS table: `missing_index` reports it
+    if drift.unexplained:
+        yield Finding("fts_out_of_sync", "FTS5's integrity-check finds the search index damaged "
+                                         "(no single message explains it)")
     parts = (
         (drift.unindexed, "messages are missing from the search index"),
         (drift.changed, "messages are indexed with content they no longer hold"),
@@ -182,28 +193,100 @@ def foreign_roles(conn: sqlite3.Connection) -> Iterator[Finding]:
                                       f"{_sample(ids)}; replaying them sends them to the API", ids)
 
 
+def quick_rows(conn: sqlite3.Connection) -> Iterator[Finding]:
+    """--quick: orphaned messages, FTS ids and message counts from one pass (see quick_pass)."""
+    result = quick_pass.run(conn)
+    for session_id, count in result.orphans:
+        yield Finding("foreign_key", f"{count} messages belong to session {session_id!r}, which does not exist",
+                      (session_id,))
+    if result.unindexed:
+        yield Finding("fts_out_of_sync", f"{len(result.unindexed)} messages are missing from the search index "
+                                         f"(ids {_sample(result.unindexed)})",
+                      fts_agreement.sessions_of(conn, result.unindexed))
+    if result.stale:
+        yield Finding("fts_out_of_sync", f"the search index holds {len(result.stale)} deleted messages "
+                                         f"(ids {_sample(result.stale)})")
+    for session_id, stored, real in result.counts:
+        yield Finding("counter_mismatch", f"session {session_id}: message_count {stored} (real {real})",
+                      (session_id,))
+
+
 Check = Callable[[sqlite3.Connection], Iterator[Finding]]
 
 
-def all_checks(quick: bool = False) -> tuple[Check, ...]:
-    """Every check, in report order."""
+Elsewhere = Callable[[], "list[Finding]"]  # a check's findings, computed on another connection
+
+
+def integrity_elsewhere(_conn: sqlite3.Connection, result: Elsewhere) -> Iterator[Finding]:
+    """`integrity`, run on a connection of its own in another thread (see check_file)."""
+    yield from result()
+
+
+def all_checks(quick: bool = False, agrees: Agreement | None = None,
+               integrity_result: Elsewhere | None = None) -> tuple[Check, ...]:
+    """Every check, in report order (`agrees`: FTS5's integrity-check run on a snapshot;
+    `integrity_result`: --quick's quick_check run in another thread; see check_file)."""
+    if quick:
+        first = (partial(integrity, quick=True) if integrity_result is None
+                 else partial(integrity_elsewhere, result=integrity_result))
+        return (first, quick_rows, missing_triggers, missing_indexes, lineage_cycles, missing_parents,
+                duplicate_titles, schema_version)
     return (
-        partial(integrity, quick=quick), foreign_keys, partial(fts_sync, quick=quick), missing_triggers,
-        missing_indexes, lineage_cycles, missing_parents, counter_mismatches, duplicate_titles, schema_version,
-        foreign_roles,
+        integrity, foreign_keys, partial(fts_sync, agrees=agrees), missing_triggers, missing_indexes,
+        lineage_cycles, missing_parents, counter_mismatches, duplicate_titles, schema_version,
+        foreign_roles,  # a scan of the roles: not in --quick
     )
 
 
-def run_checks(conn: sqlite3.Connection, quick: bool = False) -> list[Finding]:
-    """Every finding of every check, on the caller's connection and transaction."""
-    return [finding for check in all_checks(quick) for finding in check(conn)]
+def check_name(check: Check) -> str:
+    """The name a progress display shows for a check."""
+    return getattr(check, "func", check).__name__.removesuffix("_elsewhere").replace("_", " ")
 
 
-def check_file(path: Path, quick: bool = False) -> list[Finding]:
-    """Check a database file on a read-only connection, in one consistent snapshot; nothing is written."""
+def _waits(check: Check) -> bool:
+    """Whether the check waits for work running in another thread (see check_file)."""
+    func, keywords = getattr(check, "func", None), getattr(check, "keywords", {})
+    return func is integrity_elsewhere or (func is fts_sync and keywords.get("agrees") is not None)
+
+
+def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None,
+               progress: Steps | None = None, integrity_result: Elsewhere | None = None) -> list[Finding]:
+    """Every finding of every check, on the caller's connection and transaction, in report order.
+
+    The checks that wait for another thread's answer run last, so the others overlap with it."""
+    checks = all_checks(quick, agrees, integrity_result)
+    found: dict[int, list[Finding]] = {}
+    for n in sorted(range(len(checks)), key=lambda n: _waits(checks[n])):
+        step(progress, check_name(checks[n]))
+        found[n] = list(checks[n](conn))
+    return [finding for n in range(len(checks)) for finding in found[n]]
+
+
+def _snapshot_check(pool: ThreadPoolExecutor, path: Path, conn: sqlite3.Connection) -> Agreement | None:
+    """Start FTS5's integrity-check on a private snapshot in the pool; the answer when the FTS check asks."""
+    if not fts_agreement.has_index(conn):
+        return None
+    future: Future[bool | None] = pool.submit(fts_agreement.snapshot_agrees, path)
+    return future.result
+
+
+def _quick_check_elsewhere(path: Path) -> list[Finding]:
     with reading(path) as conn:
+        return list(integrity(conn, quick=True))
+
+
+def check_file(path: Path, quick: bool = False, progress: Steps | None = None) -> list[Finding]:
+    """Check a database file on read-only connections, nothing written. The costly half runs in a
+    second thread while the other checks run here (sqlite3 lets go of the GIL): FTS5's integrity-check
+    on a private snapshot (full), or quick_check (--quick) on a connection of its own."""
+    with reading(path) as conn, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-check") as pool:
+        agrees, elsewhere = None, None
+        if quick:
+            elsewhere = pool.submit(_quick_check_elsewhere, path).result
+        else:
+            agrees = _snapshot_check(pool, path, conn)
         conn.execute("BEGIN")  # one snapshot while other processes keep writing
         try:
-            return run_checks(conn, quick)
+            return run_checks(conn, quick, agrees, progress, elsewhere)
         finally:
             conn.execute("ROLLBACK")

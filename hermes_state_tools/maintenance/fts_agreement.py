@@ -1,32 +1,45 @@
-"""Does the FTS index agree with `messages`? Answered on a read-only connection.
+"""Does the FTS index agree with `messages`? Answered without writing to the live file.
 
-FTS5's own `INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)` compares
-an external-content index with its table, but it is an INSERT: on a read-only connection it
-fails with SQLITE_READONLY, and on a writable one it needs the write lock. So instead:
+Two questions, answered at different costs:
 
-- always: the ids the index holds (`messages_fts_docsize`, one row per indexed message) are
-  compared with the ids of `messages`, which finds rows written or deleted while a trigger was
-  missing;
-- unless quick: `messages.content` is tokenized again into a contentless FTS5 table in the temp
-  schema (never in the file) and both indexes are compared token by token through fts5vocab
-  'instance' tables, which also finds content updated without the index following.
+- which ids disagree: the ids the index holds (`messages_fts_docsize`, one row per indexed
+  message) against the ids of `messages` finds rows written or deleted while a trigger was
+  missing (cheap: two index scans);
+- whether the indexed tokens are those of the current content: FTS5's own
+  `INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)` re-tokenizes the
+  content table once and compares it with the index (~one tokenizing pass). It is an INSERT:
+  refused on a read-only connection and needing the write lock on a writable one, so `check`
+  runs it on a private snapshot of the file made with the backup API (see `snapshot_agrees`);
+  a repair, which holds the write lock anyway, runs it in its own transaction.
+
+Only when the integrity-check fails are the drifted messages named, by the slow audit
+(`token_differences`): the content tokenized again into a contentless FTS5 table in the temp
+schema, compared with the index token by token through fts5vocab 'instance' tables.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
 
-_DOCSIZE = f"{FTS_TABLE}_docsize"
+DOCSIZE = f"{FTS_TABLE}_docsize"
 _INDEX_VOCAB = "temp.hst_audit_index_vocab"
 _PROBE = "temp.hst_audit_probe"
 _PROBE_VOCAB = "temp.hst_audit_probe_vocab"
 _TOKENIZE = re.compile(r"tokenize\s*=\s*('(?:[^']|'')*'|\"[^\"]*\"|\w+)", re.IGNORECASE)
 _CHUNK = 500
+_INTEGRITY_CHECK = f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES('integrity-check', 1)"
+_SPACE_MARGIN = 1.1  # the snapshot needs the file's pages, plus room for the temp file system's own use
+_SPACE_SLACK = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -36,10 +49,15 @@ class FtsDrift:
     unindexed: tuple[int, ...] = ()  # messages the index lacks
     stale: tuple[int, ...] = ()  # index entries whose message is gone
     changed: tuple[int, ...] = ()  # messages indexed with other content than they hold
+    unexplained: bool = False  # FTS5's integrity-check fails, yet no message can be named
 
 
 def _ids(conn: sqlite3.Connection, sql: str) -> tuple[int, ...]:
     return tuple(row[0] for row in conn.execute(sql))
+
+
+def has_index(conn: sqlite3.Connection) -> bool:
+    return {FTS_TABLE, DOCSIZE} <= object_names(conn, "table")
 
 
 def _tokenize_clause(conn: sqlite3.Connection) -> str:
@@ -55,8 +73,8 @@ def _drop_probe(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def _token_differences(conn: sqlite3.Connection) -> set[int]:
-    """Ids of documents whose indexed tokens differ from their current content's tokens."""
+def token_differences(conn: sqlite3.Connection) -> set[int]:
+    """Ids of documents whose indexed tokens differ from their current content's tokens (slow: names them)."""
     _drop_probe(conn)
     try:
         conn.execute(f"CREATE VIRTUAL TABLE {_PROBE} USING fts5(content, content=''{_tokenize_clause(conn)})")
@@ -73,17 +91,101 @@ def _token_differences(conn: sqlite3.Connection) -> set[int]:
         _drop_probe(conn)
 
 
-def drift(conn: sqlite3.Connection, quick: bool = False) -> FtsDrift | None:
-    """Where the index and `messages` disagree; None when the file has no FTS table to compare."""
-    if not {FTS_TABLE, _DOCSIZE} <= object_names(conn, "table"):
+def integrity_check(conn: sqlite3.Connection) -> bool | None:
+    """FTS5's own check of the index against `messages` (True: they agree); None when this connection
+    cannot run it (read-only, or the write lock is held elsewhere)."""
+    try:
+        conn.execute(_INTEGRITY_CHECK)
+    except sqlite3.OperationalError:
+        return None  # SQLITE_READONLY, locked, busy: the check did not run
+    except sqlite3.DatabaseError:
+        return False  # SQLITE_CORRUPT_VTAB: the index does not match the content
+    return True
+
+
+def _snapshot_dir(path: Path, size: int) -> Path | None:
+    """A folder with room for a copy of the file: the temp folder, else the database's own; None if neither."""
+    for folder in (Path(tempfile.gettempdir()), path.parent):
+        try:
+            if shutil.disk_usage(folder).free >= size * _SPACE_MARGIN + _SPACE_SLACK:
+                return folder
+        except OSError:
+            continue
+    return None
+
+
+def snapshot_agrees(path: Path) -> bool | None:
+    """FTS5's integrity-check on a private copy of `path` (backup API from a read-only connection,
+    one step, so one consistent snapshot): the live file is only read. None when no folder has room
+    for the copy or the copy cannot be made (the caller falls back to the token audit)."""
+    size = path.stat().st_size + _wal_size(path)
+    folder = _snapshot_dir(path, size)
+    if folder is None:
         return None
-    unindexed = _ids(conn, f"SELECT id FROM messages WHERE id NOT IN (SELECT id FROM {_DOCSIZE}) ORDER BY id")
-    stale = _ids(conn, f"SELECT id FROM {_DOCSIZE} WHERE id NOT IN (SELECT id FROM messages) ORDER BY id")
-    changed: tuple[int, ...] = ()
-    if not quick:
-        already = set(unindexed) | set(stale)
-        changed = tuple(sorted(doc for doc in _token_differences(conn) if doc not in already))
-    return FtsDrift(unindexed, stale, changed)
+    fd, name = tempfile.mkstemp(prefix=".hst-check-", suffix=".db", dir=folder)  # 0600
+    os.close(fd)
+    try:
+        return _check_copy(path, Path(name))
+    except (sqlite3.Error, OSError):
+        return None
+    finally:
+        for leftover in (name, name + "-journal"):
+            try:
+                os.remove(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def _wal_size(path: Path) -> int:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _check_copy(path: Path, copy: Path) -> bool | None:
+    source = connect(path, readonly=True)
+    try:
+        dest = sqlite3.connect(str(copy), isolation_level=None, check_same_thread=False)
+        try:
+            dest.execute("PRAGMA journal_mode=OFF")  # a throwaway copy: no journal, no fsync
+            dest.execute("PRAGMA synchronous=OFF")
+            source.backup(dest)
+            source.close()
+            return integrity_check(dest)
+        finally:
+            dest.close()
+    finally:
+        source.close()
+
+
+def id_drift(conn: sqlite3.Connection) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(unindexed, stale) message ids: messages the index lacks, index entries whose message is gone."""
+    unindexed = _ids(conn, f"SELECT id FROM messages WHERE id NOT IN (SELECT id FROM {DOCSIZE}) ORDER BY id")
+    stale = _ids(conn, f"SELECT id FROM {DOCSIZE} WHERE id NOT IN (SELECT id FROM messages) ORDER BY id")
+    return unindexed, stale
+
+
+def drift(conn: sqlite3.Connection, quick: bool = False, agrees: bool | None = None) -> FtsDrift | None:
+    """Where the index and `messages` disagree; None when the file has no FTS table to compare.
+
+    `agrees` is FTS5's integrity-check already run on a snapshot of this file; without it the check
+    runs on `conn` when it can (a write transaction), and the token audit when it cannot.
+    """
+    if not has_index(conn):
+        return None
+    unindexed, stale = id_drift(conn)
+    if quick:
+        return FtsDrift(unindexed, stale)
+    if agrees is None:
+        agrees = integrity_check(conn)
+    if agrees:
+        return FtsDrift(unindexed, stale)
+    already = set(unindexed) | set(stale)
+    changed = tuple(sorted(doc for doc in token_differences(conn) if doc not in already))
+    # The integrity-check also fails on damage no message explains (the index's own structure).
+    unexplained = agrees is False and not (unindexed or stale or changed)
+    return FtsDrift(unindexed, stale, changed, unexplained)
 
 
 def sessions_of(conn: sqlite3.Connection, message_ids: Iterable[int]) -> tuple[str, ...]:

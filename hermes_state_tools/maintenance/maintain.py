@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.maintenance.checks import check_file
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import file_bytes, free_bytes, optimize_fts, vacuum_now, worth_vacuuming
@@ -14,9 +15,11 @@ from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import extras
 
 
-def maintain_file(path: Path) -> dict[str, Any]:
-    """The scheduled job: check, repair what is safe, optimize FTS, vacuum when the free space is worth it."""
-    problems = tuple(check_file(path))  # first: it refuses a missing, foreign or newer file
+def maintain_file(path: Path, progress: Steps | None = None) -> dict[str, Any]:
+    """The scheduled job: check, repair what is safe, optimize FTS, vacuum when the free space is worth it.
+
+    One check on a healthy file; a second only after a repair changed something."""
+    problems = tuple(check_file(path, progress=progress))  # first: it refuses a missing, foreign or newer file
     before = file_bytes(path)
     report: dict[str, Any] = {"check": {"ok": not problems, "problems": [f.as_dict() for f in problems]},
                               "repairs": [], "unfixed": [f.as_dict() for f in problems],
@@ -26,26 +29,28 @@ def maintain_file(path: Path) -> dict[str, Any]:
         report["note"] = "the file fails integrity_check: nothing was written; restore a backup"
     else:
         if problems:
-            repaired = repair_file(path, problems=problems)
+            repaired = repair_file(path, problems=problems, progress=progress)
             report["backup"] = repaired.backup
             report["repairs"] = [c.as_dict() for c in repaired.changes]
             report["unfixed"] = [f.as_dict() for f in repaired.unfixed]
-        report.update(_optimize_and_vacuum(path))
+        report.update(_optimize_and_vacuum(path, progress))
     return {"ok": not report["unfixed"], "path": str(path), **report,
             "bytes_before": before, "bytes_after": file_bytes(path)}
 
 
-def _optimize_and_vacuum(path: Path) -> dict[str, Any]:
+def _optimize_and_vacuum(path: Path, progress: Steps | None) -> dict[str, Any]:
     """Drop extra data left by sessions deleted elsewhere, optimize FTS, then VACUUM only when the
     free pages are worth a rewrite."""
     with writing(path) as (conn, runner):
+        step(progress, "dropping stale extra data")
         dropped = runner.run(extras.drop_orphans)
+        step(progress, "optimizing the search index")
         cjk = runner.run(trigram.refresh)  # the CJK search side table catches up (never Hermes's tables)
         optimized = optimize_fts(conn, runner)
         free, ratio = free_bytes(conn)
         vacuumed = worth_vacuuming(free, ratio)
         if vacuumed:
-            vacuum_now(conn, runner)
+            vacuum_now(conn, runner, progress)
     return {"extra_rows_dropped": dropped, "cjk_index": cjk, "optimized": optimized, "vacuumed": vacuumed,
             "free_bytes": free}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ class PrunePlan:
     messages: int
 
 
-def _prune_report(plan: PrunePlan, ids: list[str] | tuple[str, ...], messages: int, dry_run: bool) -> dict[str, Any]:
+def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: bool) -> dict[str, Any]:
     """The prune report; `ids` are the sessions deleted (or that would be, on a dry run)."""
     return {"ok": True, "sessions_deleted": len(ids), "messages_deleted": messages, "dry_run": dry_run,
             "older_than_days": plan.older_than_days, "source": plan.source, "session_ids": list(ids)}
@@ -32,7 +32,7 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
     """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction."""
     with reading(path) as conn:
         ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
-        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, list(ids)))
+        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids))
     if dry_run:
         return _prune_report(plan, plan.session_ids, plan.messages, True)
     if confirm is not None:
@@ -40,5 +40,5 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
     if not ids:
         return _prune_report(plan, (), 0, False)
     with writing(path) as (_conn, runner):
-        deleted, messages = runner.run(lambda c: deleting.prune_confirmed(c, list(ids), older_than_days, source))
+        deleted, messages = runner.run(lambda c: deleting.prune_confirmed(c, ids, older_than_days, source))
     return _prune_report(plan, deleted, messages, False)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.opening import writing
@@ -203,19 +204,23 @@ def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
     return run.changes
 
 
-def _dry_run(path: Path, problems: tuple[Finding, ...]) -> RepairReport:
+def _dry_run(path: Path, problems: tuple[Finding, ...], progress: Steps | None) -> RepairReport:
     """The same repair on a verified copy: the report is exact and the file is not even opened for writing
     (opening for writing alone may switch a rollback-journal file to WAL)."""
     with tempfile.TemporaryDirectory(prefix="hermes-state-repair-") as scratch:
         copy = Path(scratch) / path.name
+        step(progress, "copying for the dry run")
         backup_database(path, copy)
-        done = repair_file(copy, problems=problems)
+        done = repair_file(copy, problems=problems, progress=progress)
     return RepairReport(problems, done.changes, done.unfixed, True)
 
 
-def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...] | None = None) -> RepairReport:
-    """Check (unless findings are given), fix them in one transaction (on a copy for a dry run), check again."""
-    problems = tuple(check_file(path)) if problems is None else problems
+def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...] | None = None,
+                progress: Steps | None = None) -> RepairReport:
+    """Check (unless findings are given), fix them in one transaction (on a copy for a dry run), check again.
+
+    Healthy: one check and no write lock. The check runs again only when a fix ran."""
+    problems = tuple(check_file(path, progress=progress)) if problems is None else problems
     if not problems:
         return RepairReport((), (), (), dry_run)  # healthy: no write lock taken at all
     kinds = {finding.kind for finding in problems}
@@ -223,12 +228,14 @@ def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...]
         # Writing into a damaged b-tree can spread the damage: nothing is touched; restore a backup.
         return RepairReport(problems, (), problems, dry_run)
     if dry_run:
-        return _dry_run(path, problems)
+        return _dry_run(path, problems, progress)
     backup = None
     if "schema_version" in kinds:
         # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
+        step(progress, "backup")
         backup = str(backup_before_schema_change(path))
+    step(progress, "fixing")
     with writing(path) as (_conn, runner):
         changes = runner.run(lambda c: apply_fixes(c, kinds))
     # Verified on what was committed, read-only, so the write lock is not held for the checks.
-    return RepairReport(problems, tuple(changes), tuple(check_file(path)), False, backup)
+    return RepairReport(problems, tuple(changes), tuple(check_file(path, progress=progress)), False, backup)

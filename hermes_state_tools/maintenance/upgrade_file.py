@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.opening import open_store, schema_change_pending
 
@@ -32,14 +33,21 @@ def _run_upgrade(path: Path, backup: str | None, dry_run: bool) -> UpgradeFileRe
                              tuple(report.renamed_titles), tuple(report.repairs), backup, dry_run)
 
 
-def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False) -> UpgradeFileReport:
+def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
+                 progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     needed = schema_change_pending(path)  # refuses a missing, foreign or newer file first
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="hermes-state-dry-run-") as scratch:
             copy = Path(scratch) / path.name
+            step(progress, "copying for the dry run")
             backup_database(path, copy)
+            step(progress, "upgrading the copy")
             return _run_upgrade(copy, None, True)
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
-    backup_path = str(backup_before_schema_change(path)) if backup and needed else None
+    backup_path = None
+    if backup and needed:
+        step(progress, "backup")
+        backup_path = str(backup_before_schema_change(path))
+    step(progress, "upgrading")
     return _run_upgrade(path, backup_path, False)

@@ -14,6 +14,7 @@ from hermes_state_tools.core.connection import WriteRunner, retry_on_lock
 from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
+from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import fts
 
@@ -41,11 +42,15 @@ def optimize_fts(conn: sqlite3.Connection, runner: WriteRunner) -> bool:
     return True
 
 
-def vacuum_now(conn: sqlite3.Connection, runner: WriteRunner) -> None:
+def vacuum_now(conn: sqlite3.Connection, runner: WriteRunner, progress: Steps | None = None) -> None:
     """Checkpoint, VACUUM, ANALYZE, and checkpoint again so the smaller file is what is on disk."""
+    step(progress, "checkpoint")
     _checkpoint(conn)
+    step(progress, "VACUUM")
     retry_on_lock(lambda: conn.execute("VACUUM"))
+    step(progress, "ANALYZE")
     runner.run(lambda c: c.execute("ANALYZE"))
+    step(progress, "checkpoint")
     _checkpoint(conn)
 
 
@@ -72,13 +77,15 @@ class VacuumReport(Report):
     ok: bool = True
 
 
-def vacuum_file(path: Path) -> VacuumReport:
+def vacuum_file(path: Path, progress: Steps | None = None) -> VacuumReport:
     """Checkpoint the WAL, optimize FTS, VACUUM and ANALYZE; bytes on disk before and after."""
     with writing(path) as (conn, runner):
         before = file_bytes(path)
+        step(progress, "checkpoint")
         _checkpoint(conn)
+        step(progress, "optimizing the search index")
         optimized = optimize_fts(conn, runner)
-        vacuum_now(conn, runner)
+        vacuum_now(conn, runner, progress)
     return VacuumReport(str(path), optimized, before, file_bytes(path))
 
 

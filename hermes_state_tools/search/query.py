@@ -41,10 +41,41 @@ _SELECT = (
 )
 
 
-def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
-               limit: int, offset: int) -> list[dict[str, Any]]:
-    """Best matches first (bm25) for an already-sanitized FTS5 query."""
+# A common word matches a large share of all messages, and bm25 ranks every match: the time grows
+# with the matches (seconds at a million messages). Chat history is searched for recent things, so
+# such a query ranks only its newest RECENT_WINDOW matches (newest by rowid, the order FTS5 walks
+# its index in and can stop early); a query with fewer matches is ranked over all of them, exactly
+# as before.
+RECENT_WINDOW = 2000
+
+
+def window_for(offset: int, limit: int, window: int | None = None) -> int:
+    """The window a page is ranked in: whole multiples of RECENT_WINDOW, so the pages of one block
+    come from the same candidates (a page past the first block ranks a wider, newest-first window)."""
+    base = RECENT_WINDOW if window is None else window
+    return base * max(1, -(-(offset + limit) // base))
+
+
+def recent_floor(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+                 window: int) -> int | None:
+    """The rowid of the `window`-th newest match (after filters); None when there are fewer matches."""
     where, params = filters
+    join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if where else ""
+    row = conn.execute(
+        f"SELECT messages_fts.rowid FROM messages_fts{join} WHERE messages_fts MATCH ?{where} "
+        "ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?", (fts_query, *params, window - 1)
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+               limit: int, offset: int, window: int | None = None) -> list[dict[str, Any]]:
+    """Best matches first (bm25) for an already-sanitized FTS5 query, among its newest `window`
+    (default RECENT_WINDOW, see window_for) matches when it has more."""
+    where, params = filters
+    floor = recent_floor(conn, fts_query, filters, window_for(offset, limit, window))
+    if floor is not None:
+        where, params = f"{where} AND messages_fts.rowid >= ?", [*params, floor]
     sql = _SELECT.format(
         snippet=f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '{SNIPPET_ELLIPSIS}', "
         f"{_SNIPPET_TOKENS})",
@@ -165,6 +196,23 @@ def search_messages(
         result.pop("_content", None)
         result["context"] = context(conn, result)
     return results
+
+
+def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None, role_filter: Any = None,
+                 limit: int = 20) -> int | None:
+    """How many of the newest matches `search_messages` ranked for this query: None when it ranked
+    every match (a selective query, a literal-substring search); else the window (more matched)."""
+    fts_query = sanitize_fts5_query(query) if query and query.strip() and not contains_cjk(query) else ""
+    if not fts_query:
+        return None
+    window = window_for(0, limit)
+    try:
+        floor = recent_floor(conn, fts_query, _filters(source_filter, None, role_filter), window)
+    except sqlite3.OperationalError as exc:
+        if is_lock_error(exc):
+            raise
+        return None
+    return None if floor is None else window
 
 
 def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, list[Any]],

@@ -4,39 +4,62 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 
 from hermes_state_tools.tables import extras
 
 _DAY_S = 86_400
+# Messages go in slices of this many sessions: a DELETE with triggers first collects every rowid
+# it will delete, so one statement over half a million messages holds them all in memory.
+_SESSIONS_PER_SLICE = 1000
 
 
-def delete_ids(conn: sqlite3.Connection, ids: list[str]) -> int:
-    """Orphan the children, then delete messages, extra data and the sessions; returns messages deleted."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _doomed (id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM _doomed")
+def _fill_doomed(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+    """The sessions to delete, numbered in the given order, in a temp table."""
+    conn.execute("DROP TABLE IF EXISTS temp._doomed")
+    conn.execute("CREATE TEMP TABLE _doomed (n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)")
     conn.executemany("INSERT OR IGNORE INTO _doomed (id) VALUES (?)", ((i,) for i in ids))
+
+
+def _delete_doomed(conn: sqlite3.Connection) -> int:
+    """Orphan the children, then delete messages, extra data and the sessions of `_doomed`; messages deleted."""
     conn.execute(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM _doomed) "
         "AND id NOT IN (SELECT id FROM _doomed)"
     )
     extras.delete_for_sessions(conn, "SELECT id FROM _doomed")
-    deleted = conn.execute("DELETE FROM messages WHERE session_id IN (SELECT id FROM _doomed)").rowcount
-    # Parent links among the doomed sessions themselves go first so the foreign key holds.
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE id IN (SELECT id FROM _doomed)")
+    deleted = 0
+    last = conn.execute("SELECT COALESCE(MAX(n), 0) FROM _doomed").fetchone()[0]
+    for first in range(1, last + 1, _SESSIONS_PER_SLICE):
+        deleted += conn.execute(
+            "DELETE FROM messages WHERE session_id IN (SELECT id FROM _doomed WHERE n BETWEEN ? AND ?)",
+            (first, first + _SESSIONS_PER_SLICE - 1),
+        ).rowcount
+    # One statement for the sessions: parent links among the doomed sessions themselves vanish with
+    # them, and SQLite checks the foreign key at the end of the statement, so they need no UPDATE.
     conn.execute("DELETE FROM sessions WHERE id IN (SELECT id FROM _doomed)")
-    conn.execute("DELETE FROM _doomed")
+    conn.execute("DROP TABLE temp._doomed")
     return int(deleted)
+
+
+def delete_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+    """Orphan the children, then delete messages, extra data and the sessions; returns messages deleted."""
+    _fill_doomed(conn, ids)
+    return _delete_doomed(conn)
+
+
+def _prunable(older_than_days: float, source: str | None) -> tuple[str, list[object]]:
+    """The WHERE clause of a prunable session: ended, started before the cutoff (of the source)."""
+    cutoff = time.time() - older_than_days * _DAY_S
+    if source:
+        return "started_at < ? AND ended_at IS NOT NULL AND source = ?", [cutoff, source]
+    return "started_at < ? AND ended_at IS NOT NULL", [cutoff]
 
 
 def prunable_ids(conn: sqlite3.Connection, older_than_days: float, source: str | None) -> list[str]:
     """Ended sessions started before the cutoff (open sessions are never pruned)."""
-    cutoff = time.time() - older_than_days * _DAY_S
-    sql = "SELECT id FROM sessions WHERE started_at < ? AND ended_at IS NOT NULL"
-    params: list[object] = [cutoff]
-    if source:
-        sql += " AND source = ?"
-        params.append(source)
-    return [row[0] for row in conn.execute(sql + " ORDER BY started_at, id", params)]
+    where, params = _prunable(older_than_days, source)
+    return [row[0] for row in conn.execute(f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id", params)]
 
 
 def prune(conn: sqlite3.Connection, older_than_days: float = 90, source: str | None = None) -> tuple[int, int]:
@@ -46,15 +69,20 @@ def prune(conn: sqlite3.Connection, older_than_days: float = 90, source: str | N
 
 
 def prune_confirmed(
-    conn: sqlite3.Connection, confirmed: list[str], older_than_days: float, source: str | None
-) -> tuple[list[str], int]:
-    """Delete the confirmed sessions that are still prunable (one reopened since is kept); (ids, messages)."""
-    still = set(prunable_ids(conn, older_than_days, source))
-    ids = [session_id for session_id in confirmed if session_id in still]
-    return ids, (delete_ids(conn, ids) if ids else 0)
+    conn: sqlite3.Connection, confirmed: Sequence[str], older_than_days: float, source: str | None
+) -> tuple[Sequence[str], int]:
+    """Delete the confirmed sessions that are still prunable (one reopened since is kept); (ids, messages).
+
+    The recheck is one SQL statement over the temp table, not a second list of every id in memory."""
+    _fill_doomed(conn, confirmed)
+    where, params = _prunable(older_than_days, source)
+    dropped = conn.execute(f"DELETE FROM _doomed WHERE id NOT IN (SELECT id FROM sessions WHERE {where})",
+                           params).rowcount
+    ids = confirmed if not dropped else [row[0] for row in conn.execute("SELECT id FROM _doomed ORDER BY n")]
+    return ids, _delete_doomed(conn)
 
 
-def count_messages(conn: sqlite3.Connection, ids: list[str]) -> int:
+def count_messages(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
     """How many messages these sessions hold (for a dry run's report)."""
     total = 0
     for start in range(0, len(ids), 500):

@@ -69,7 +69,11 @@ def descendants(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any
 
 def find_cycles(conn: sqlite3.Connection) -> list[list[str]]:
     """Every parent cycle, each listed once as the ids on it (in parent order)."""
-    parent = {row[0]: row[1] for row in conn.execute("SELECT id, parent_session_id FROM sessions")}
+    # A session on a cycle has a parent and is a parent itself: only those are loaded, so memory
+    # follows the sessions that are both (a few), not every session in the file.
+    parent = {row[0]: row[1] for row in conn.execute(
+        "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL "
+        "AND id IN (SELECT parent_session_id FROM sessions)")}
     state: dict[str, int] = {}  # 1 = on the current walk, 2 = finished
     cycles: list[list[str]] = []
     for start in parent:

@@ -20,9 +20,22 @@ def tool_call_increment(role: str, tool_calls: Any) -> int:
     return len(tool_calls) if isinstance(tool_calls, list) else 1
 
 
-def require_session(conn: sqlite3.Connection, session_id: str) -> None:
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-        raise UnknownSessionError(f"Session '{session_id}' does not exist")
+_SQLITE_CONSTRAINT_FOREIGNKEY = 787
+_INSERT = (
+    "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, "
+    "timestamp, token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_BUMP = (
+    "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, "
+    "tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?"
+)
+
+
+def unknown_session(session_id: str) -> UnknownSessionError:
+    return UnknownSessionError(f"Session '{session_id}' does not exist")
+
+
 
 
 def append(
@@ -39,24 +52,27 @@ def append(
     reasoning_details: Any = None,
     codex_reasoning_items: Any = None,
 ) -> int:
-    """Insert one message stamped now and bump the session's counters; returns the row id."""
-    require_session(conn, session_id)
-    cursor = conn.execute(
-        "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, "
-        "timestamp, token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            session_id, role, jsonutil.encode_content(content), tool_call_id,
-            jsonutil.dumps_if_any(tool_calls), tool_name, time.time(), token_count, finish_reason,
-            reasoning, jsonutil.dumps_if_any(reasoning_details),
-            jsonutil.dumps_if_any(codex_reasoning_items),
-        ),
+    """Insert one message stamped now and bump the session's counters; returns the row id.
+
+    An unknown session is refused by the foreign key (the connection enforces them), or else by
+    the counter UPDATE finding no row, not by a lookup before every insert: the live path does
+    what its floor does, INSERT and UPDATE.
+    """
+    row = (
+        session_id, role, jsonutil.encode_content(content), tool_call_id,
+        jsonutil.dumps_if_any(tool_calls), tool_name, time.time(), token_count, finish_reason,
+        reasoning, jsonutil.dumps_if_any(reasoning_details), jsonutil.dumps_if_any(codex_reasoning_items),
     )
-    conn.execute(
-        "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, "
-        "tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?",
-        (tool_call_increment(role, tool_calls), session_id),
-    )
+    try:
+        cursor = conn.execute(_INSERT, row)
+    except sqlite3.IntegrityError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_CONSTRAINT_FOREIGNKEY:
+            raise unknown_session(session_id) from None
+        raise
+    if conn.execute(_BUMP, (tool_call_increment(role, tool_calls), session_id)).rowcount == 0:
+        # foreign keys off on this connection: no session row was bumped, so none exists; the
+        # caller's transaction rolls the insert back
+        raise unknown_session(session_id)
     assert cursor.lastrowid is not None
     return cursor.lastrowid
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.errors import SearchIndexMissingError
-from hermes_state_tools.search.query import search_messages
+from hermes_state_tools.search.query import ranked_among, search_messages
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables.fts import missing_objects
 from hermes_state_tools.views.sessions import require_sources
@@ -15,10 +15,24 @@ from hermes_state_tools.views.sessions import require_sources
 def search_file(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
                 limit: int = 20) -> list[dict[str, Any]]:
     """`search_messages` on the database at `path`, read-only; a missing index is a clear error."""
+    results: list[dict[str, Any]] = search_report(path, query, source_filter, role_filter, limit)["results"]
+    return results
+
+
+def search_report(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
+                  limit: int = 20) -> dict[str, Any]:
+    """The results, and `ranked_among`: None when every match was ranked, else how many of the newest
+    matches were (the query matched more: a common word)."""
     with reading(path) as conn:
         if missing_objects(conn):
             raise SearchIndexMissingError(
                 f"{path}: the search index (messages_fts) or its triggers are missing; "
                 "run `hermes-state repair` to rebuild it")
         require_sources(conn, [source_filter] if isinstance(source_filter, str) else source_filter)
-        return search_messages(conn, query, source_filter, None, role_filter, limit)
+        conn.execute("BEGIN")  # the results and the count from one snapshot
+        try:
+            results = search_messages(conn, query, source_filter, None, role_filter, limit)
+            window = ranked_among(conn, query, source_filter, role_filter, limit) if results else None
+        finally:
+            conn.execute("ROLLBACK")
+        return {"results": results, "ranked_among": window}

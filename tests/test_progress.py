@@ -1,0 +1,43 @@
+"""The step line of long single-call commands: silent for a quick run, then the step running now."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+from hermes_state_tools.cli.progress import StepBar
+from hermes_state_tools.maintenance.checks import all_checks, check_file, check_name
+
+
+def test_a_long_run_shows_its_steps_and_a_quick_one_shows_nothing(monkeypatch):
+    quick_out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", quick_out)
+    began = time.monotonic()
+    bar = StepBar("check")
+    bar("integrity")
+    bar.close()
+    if time.monotonic() - began < StepBar._DELAY_S:  # only a stalled machine takes longer
+        assert quick_out.getvalue() == ""
+
+    slow_out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", slow_out)
+    bar = StepBar("check")
+    bar("integrity")
+    time.sleep(StepBar._DELAY_S + 3 * StepBar._TICK_S)  # one statement running for a while
+    shown_while_running = slow_out.getvalue()
+    bar("fts sync")
+    bar.close()
+    assert "check [00:0" in shown_while_running and "0 steps done, integrity" in shown_while_running
+
+
+def test_check_names_every_step_it_runs(tmp_path):
+    from damage import build_healthy
+
+    seen: list[str] = []
+    check_file(build_healthy(tmp_path / "state.db"), progress=seen.append)
+    # every check once; the one waiting for the snapshot's answer last, so the others overlap with it
+    assert sorted(seen) == sorted(check_name(c) for c in all_checks()) and seen[-1] == "fts sync"
+    seen.clear()
+    check_file(tmp_path / "state.db", quick=True, progress=seen.append)
+    assert sorted(seen) == sorted(check_name(c) for c in all_checks(quick=True)) and seen[-1] == "integrity"
