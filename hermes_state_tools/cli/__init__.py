@@ -63,7 +63,7 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
 
 # Each module adds its commands to `main` when imported; a command's module is imported when it runs.
 COMMAND_MODULES = {
-    "import-jsonl": "importing", "export": "importing",
+    "import-jsonl": "importing", "merge": "importing", "export": "importing",
     "check": "maintenance", "repair": "maintenance", "rebuild-fts": "maintenance", "vacuum": "maintenance",
     "backup": "maintenance", "maintain": "maintenance", "prune": "maintenance",
     "search": "search", "sessions": "sessions", "status": "status", "upgrade": "upgrade",

@@ -24,7 +24,6 @@ from hermes_state_tools.cli.base import (
 from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.ingest import import_paths
-from hermes_state_tools.ingest.merge_db import merge_database
 from hermes_state_tools.views.export import FORMATS, export_file
 
 
@@ -141,6 +140,9 @@ def merge(other: Path, dry_run: bool, as_json: bool) -> None:
       hermes-state merge ~/laptop-state.db --dry-run
       hermes-state --db ./state.db merge backups/state.db.bak-20260301 --json
     """
+    # Imported here: `export`, in this module too, should not load the import pipeline.
+    from hermes_state_tools.ingest.merge_db import merge_database
+
     bars = ImportBars() if show_progress() else None
     try:
         stats = merge_database(settings().db, other, dry_run=dry_run, progress=bars)
