@@ -10,6 +10,7 @@ from hermes_state_tools import __version__
 from hermes_state_tools.cli.base import Settings, ToolGroup
 from hermes_state_tools.core.paths import default_db_path
 from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.store.opening import on_newer_schema
 
 
 @click.group(cls=ToolGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,6 +31,7 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
       hermes-state upgrade --json
     """
     ctx.obj = Settings(db.expanduser() if db is not None else default_db_path(), debug)
+    on_newer_schema(ctx.obj.newer_schema_read)
 
 
 def _register() -> None:

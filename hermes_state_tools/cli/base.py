@@ -16,9 +16,11 @@ import click
 import orjson
 
 from hermes_state_tools.core.connection import is_lock_error
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import (
     ConfirmationRequired,
     DamagedDatabaseError,
+    DatabaseInUseError,
     DatabaseLockedError,
     DestinationExistsError,
     HermesStateError,
@@ -34,6 +36,7 @@ EXIT_DAMAGED, EXIT_BUG, EXIT_IO = 65, 70, 74  # sysexits.h: EX_DATAERR, EX_SOFTW
 _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SchemaTooNewError, EXIT_TOO_NEW),
     (DatabaseLockedError, EXIT_LOCKED),
+    (DatabaseInUseError, EXIT_LOCKED),
     (DamagedDatabaseError, EXIT_DAMAGED),
     (StorageIOError, EXIT_IO),
     (NotAHermesDatabaseError, EXIT_USAGE),
@@ -95,6 +98,15 @@ class Settings:
         self.debug = debug
         self.as_json = False
         self.progress = True
+        self.schema_newer = False
+
+    def newer_schema_read(self, path: Path, version: int) -> None:
+        """A read command reads a file of a newer schema: one warning line, and the JSON says so."""
+        if not self.schema_newer:
+            click.echo(f"hermes-state: warning: {path}: schema version {version} is newer than this tool "
+                       f"knows ({SCHEMA_VERSION}); reading the columns of version {SCHEMA_VERSION} only, "
+                       "nothing is written", err=True)
+        self.schema_newer = True
 
 
 def settings() -> Settings:
@@ -214,6 +226,8 @@ def common_options(*, json_output: bool = True) -> Callable[[Callable[..., Any]]
 
 def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> None:
     """Print the report: JSON when asked, else the human rendering."""
+    if settings().schema_newer:
+        document = {**document, "schema_newer": True}
     if settings().as_json:
         click.echo(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode())
     else:

@@ -10,9 +10,9 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, plural, settings
-from hermes_state_tools.errors import ConfirmationRequired
-from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.cli.base import EXIT_DAMAGED, EXIT_PROBLEMS, common_options, emit, fail, plural, settings
+from hermes_state_tools.errors import DAMAGED_REFUSAL, ConfirmationRequired
+from hermes_state_tools.maintenance.checks import check_report
 from hermes_state_tools.maintenance.maintain import maintain_file
 from hermes_state_tools.maintenance.prune import PrunePlan, prune_file
 from hermes_state_tools.maintenance.rebuild import rebuild_fts_file
@@ -30,8 +30,18 @@ def _listed(title: str, items: list[dict[str, Any]]) -> list[str]:
 
 def _human_check(doc: dict[str, Any]) -> str:
     if doc["ok"]:
-        return f"{doc['path']}: no problems found"
-    return "\n".join(_listed(f"{doc['path']}: {len(doc['problems'])} problems:", doc["problems"]))
+        lines = [f"{doc['path']}: no problems found"]
+    else:
+        lines = _listed(f"{doc['path']}: {len(doc['problems'])} problems:", doc["problems"])
+    lines += [f"  skipped {s['check']}: {s['reason']}" for s in doc["skipped"]]
+    if doc["damaged"]:
+        lines.append(DAMAGE_ADVICE)
+    lines += [f"note: {note}" for note in doc["notes"]]
+    return "\n".join(lines)
+
+
+DAMAGE_ADVICE = ("the file is damaged: nothing writes into it now; `repair` rebuilds derived data (indexes, "
+                 "search index); for canonical data run `hermes-state recover NEW.db` (see README)")
 
 
 def _human_repair(doc: dict[str, Any]) -> str:
@@ -58,8 +68,14 @@ def check(quick: bool, as_json: bool) -> None:
     Looks at the file's integrity, foreign keys, the search index against the messages, lineage
     cycles and missing parents, per-session counters, duplicate titles and the schema version.
 
+    A damaged file is checked to the end: each damaged table or index is named, as canonical data
+    (sessions, messages, schema_version) or derived (indexes, the search index); checks that
+    cannot run on the damaged parts are listed as skipped. A newer schema gets the file-level
+    checks (integrity, foreign keys) only. The SQLite version in use is reported, with a note
+    when it has the WAL-reset bug.
+
     Exit 0 when healthy, 1 when a problem was found (every one listed). Never takes the write
-    lock and never changes the file, so it is safe while Hermes runs.
+    lock, never changes the file and leaves nothing beside it, so it is safe while Hermes runs.
 
     \b
     Examples:
@@ -67,10 +83,9 @@ def check(quick: bool, as_json: bool) -> None:
       hermes-state --db backup.db check --quick --json
     """
     path = settings().db
-    findings = check_file(path, quick)
-    emit({"ok": not findings, "path": str(path), "quick": quick, "problems": [f.as_dict() for f in findings]},
-         _human_check)
-    _exit_unless(not findings)
+    report = check_report(path, quick)
+    emit({"ok": not report.findings, "path": str(path), "quick": quick, **report.as_dict()}, _human_check)
+    _exit_unless(not report.findings)
 
 
 @main.command()
@@ -171,8 +186,9 @@ def maintain(as_json: bool) -> None:
     """The scheduled job: check, repair, optimize, vacuum if worth it.
 
     Repairs what is safe, optimizes the search index, and runs VACUUM only when enough of the
-    file is free pages. A file that fails integrity_check is left untouched (restore a backup).
-    Exit 0 when the database is healthy afterwards, 1 when something remains.
+    file is free pages. A damaged file (integrity) is reported and left untouched: exit 65, so
+    cron can alert (then see `check`, `repair`, `recover`). Otherwise exit 0 when the database
+    is healthy afterwards, 1 when something remains.
 
     \b
     Examples:
@@ -181,6 +197,8 @@ def maintain(as_json: bool) -> None:
     """
     doc = maintain_file(settings().db)
     emit(doc, _human_maintain)
+    if doc["damaged"]:
+        fail(f"{doc['path']}: {DAMAGED_REFUSAL}", EXIT_DAMAGED, json_document=False)
     _exit_unless(doc["ok"])
 
 

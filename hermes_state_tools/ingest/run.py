@@ -21,7 +21,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
-from hermes_state_tools.store.opening import schema_change_pending
+from hermes_state_tools.store.opening import prove_sound, schema_change_pending
 from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
@@ -134,6 +134,8 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not); opening it for the import upgrades the schema: keep the file as it was first.
+    if db_path.exists() and db_path.stat().st_size and not dry_run:
+        prove_sound(db_path)  # nothing writes into a damaged file, even when nothing is found to import
     if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path) and not dry_run:
         stats.backup = str(backup_before_schema_change(db_path))
     files, found = discover(paths)

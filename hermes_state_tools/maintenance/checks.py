@@ -20,10 +20,13 @@ from hermes_state_tools.core.schema import (
     SCHEMA_VERSION,
     TRIGGERS,
     object_names,
+    read_version,
     table_columns,
 )
-from hermes_state_tools.maintenance import fts_agreement
-from hermes_state_tools.store.opening import reading
+from hermes_state_tools.errors import NotAHermesDatabaseError
+from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
+from hermes_state_tools.maintenance import damage, fts_agreement
+from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
 from hermes_state_tools.tables import counters, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
@@ -42,9 +45,14 @@ class Finding:
     kind: str
     detail: str
     session_ids: tuple[str, ...] = ()
+    object: str | None = None  # integrity: the damaged table or index
+    data: str | None = None  # integrity: "canonical" (rows only this file holds) or "derived" (rebuildable)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "detail": self.detail, "session_ids": list(self.session_ids)}
+        doc: dict[str, Any] = {"kind": self.kind, "detail": self.detail, "session_ids": list(self.session_ids)}
+        if self.object is not None:
+            doc.update(object=self.object, data=self.data)
+        return doc
 
 
 def _ids(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> tuple[str, ...]:
@@ -58,13 +66,13 @@ def _sample(ids: tuple[Any, ...]) -> str:
 
 
 def integrity(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding]:
-    """SQLite's integrity_check (quick_check with `quick`): b-trees, pages, indexes against tables."""
+    """SQLite's integrity_check (quick_check with `quick`) and dbstat's destroyed pages: each damaged
+    table or index once, saying whether it holds canonical or derived data (see damage.py)."""
     pragma = "quick_check" if quick else "integrity_check"
-    for (line,) in conn.execute(f"PRAGMA {pragma}({_INTEGRITY_MAX_ERRORS})"):
-        if line == "ok":
-            continue
-        # Newer SQLite also checks FTS5 tables here; a damaged FTS index is rebuilt, not lost data.
-        yield Finding("fts_out_of_sync" if FTS_TABLE in line else "integrity", f"{pragma}: {line}")
+    for found in damage.diagnose(conn, quick):
+        what = "the rows only this file holds" if found.data == "canonical" else "rebuildable by `repair`"
+        yield Finding("integrity", f"{pragma}: {found.name} is damaged ({found.data} data, {what}): "
+                                   f"{found.detail}", (), found.name, found.data)
 
 
 def orphaned_messages(conn: sqlite3.Connection) -> list[tuple[str, float, float, int]]:
@@ -187,11 +195,73 @@ def run_checks(conn: sqlite3.Connection, quick: bool = False) -> list[Finding]:
     return [finding for check in all_checks(quick) for finding in check(conn)]
 
 
-def check_file(path: Path, quick: bool = False) -> list[Finding]:
-    """Check a database file on a read-only connection, in one consistent snapshot; nothing is written."""
-    with reading(path) as conn:
-        conn.execute("BEGIN")  # one snapshot while other processes keep writing
+@dataclass(frozen=True)
+class CheckReport:
+    """The findings, the checks that could not run (name, why), notes that are not findings."""
+
+    findings: tuple[Finding, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    schema_newer: bool = False
+
+    @property
+    def damaged(self) -> bool:
+        return any(f.kind == "integrity" for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"problems": [f.as_dict() for f in self.findings],
+                "skipped": [{"check": name, "reason": why} for name, why in self.skipped],
+                "notes": list(self.notes), "damaged": self.damaged, "schema_newer": self.schema_newer,
+                "sqlite_version": sqlite_version()}
+
+
+def _name(check: Check) -> str:
+    return getattr(check, "func", check).__name__
+
+
+def run_checks_tolerant(conn: sqlite3.Connection, quick: bool = False,
+                        only: tuple[str, ...] | None = None) -> tuple[list[Finding], list[tuple[str, str]]]:
+    """Every check that can run: one that SQLite stops (a damaged page under it) is reported as
+    skipped with the reason instead of ending the report; `only` names the checks to run."""
+    findings, skipped = [], []
+    for check in all_checks(quick):
+        name = _name(check)
+        if only is not None and name not in only:
+            skipped.append((name, f"not run on a schema newer than {SCHEMA_VERSION}"))
+            continue
         try:
-            return run_checks(conn, quick)
-        finally:
-            conn.execute("ROLLBACK")
+            findings += list(check(conn))
+        except sqlite3.DatabaseError as exc:
+            skipped.append((name, "skipped: " + " ".join(str(exc).split())))
+    return findings, skipped
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    try:
+        return read_version(conn)
+    except sqlite3.DatabaseError:
+        return None  # a damaged schema_version table: `integrity` names it
+
+
+def check_report(path: Path, quick: bool = False) -> CheckReport:
+    """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
+    written and nothing is left beside it. A newer schema gets the file-level checks only."""
+    require_database_file(path)
+    conn = open_read_connection(path)
+    try:
+        if not {"sessions", "messages"} <= object_names(conn, "table"):
+            raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
+        version = _version(conn)
+        refuse_newer(path, version, allow_newer=True)
+        newer = version is not None and version > SCHEMA_VERSION
+        conn.execute("BEGIN")  # one snapshot while other processes keep writing
+        findings, skipped = run_checks_tolerant(conn, quick, ("integrity", "foreign_keys") if newer else None)
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+    return CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
+
+
+def check_file(path: Path, quick: bool = False) -> list[Finding]:
+    """The findings of `check_report` (nothing is written)."""
+    return list(check_report(path, quick).findings)

@@ -96,7 +96,7 @@ def backup_before_schema_change(path: Path) -> Path:
 
 def backup_file(source: Path, dest: Path) -> dict[str, Any]:
     """Online copy of `source` to `dest`, verified; `dest` must not exist."""
-    with reading(source):
+    with reading(source, allow_newer=True):
         pass  # a missing, foreign or newer source is refused before `dest` is created
     result = backup_database(source, dest)
     return {"ok": True, "source": str(source), "path": str(result.path), "sessions": result.sessions,

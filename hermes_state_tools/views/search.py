@@ -14,7 +14,7 @@ from hermes_state_tools.tables.fts import missing_objects
 def search_file(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
                 limit: int = 20) -> list[dict[str, Any]]:
     """`search_messages` on the database at `path`, read-only; a missing index is a clear error."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         if missing_objects(conn):
             raise SearchIndexMissingError(
                 f"{path}: the search index (messages_fts) or its triggers are missing; "

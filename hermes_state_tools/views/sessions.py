@@ -37,13 +37,13 @@ def resolve(conn: sqlite3.Connection, id_or_prefix: str) -> str:
 
 def list_sessions(path: Path, source: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
     """Top-level conversations newest first, with preview (compressed ones shown as their live tip)."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         return session_list.list_rich(conn, source=source, limit=limit)
 
 
 def show_session(path: Path, id_or_prefix: str) -> dict[str, Any]:
     """One session's row and its messages in order."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         session_id = resolve(conn, id_or_prefix)
         return {"session": sessions.get(conn, session_id), "messages": messages.get_all(conn, session_id)}
 
@@ -58,7 +58,7 @@ def _summary(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
 
 def session_lineage(path: Path, id_or_prefix: str) -> dict[str, Any]:
     """Ancestors (nearest first) and descendants (with depth) of a session; bounded and cycle-safe."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         session_id = resolve(conn, id_or_prefix)
         up = lineage.ancestors(conn, session_id)
         down = lineage.descendants(conn, session_id)
@@ -92,7 +92,7 @@ def _grouped(conn: sqlite3.Connection, column: str) -> list[dict[str, Any]]:
 
 def usage_stats(path: Path) -> dict[str, Any]:
     """Sessions, messages, tokens and cost: in total, by model and by source."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         conn.execute("BEGIN")  # the three totals from one snapshot
         try:
             totals = dict(conn.execute(f"SELECT {_sums(conn)} {_WITH_MESSAGE_COUNTS}").fetchone())

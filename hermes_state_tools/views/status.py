@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.paths import sidecar_paths
-from hermes_state_tools.core.schema import read_version
-from hermes_state_tools.store.opening import open_readonly
+from hermes_state_tools.core.schema import SCHEMA_VERSION, read_version
+from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
+from hermes_state_tools.store.opening import open_readonly, refuse_newer
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
 
@@ -28,6 +29,7 @@ def read_status(path: Path) -> dict[str, Any]:
     conn = open_readonly(path)
     try:
         version = read_version(conn)
+        refuse_newer(path, version, allow_newer=True)
         oldest, newest = conn.execute("SELECT MIN(started_at), MAX(started_at) FROM sessions").fetchone()
         wal = sidecar_paths(path)[0]
         return {
@@ -42,6 +44,9 @@ def read_status(path: Path) -> dict[str, Any]:
             "fts_bytes": _fts_bytes(conn),
             "oldest_session_started": oldest,
             "newest_session_started": newest,
+            "schema_newer": version is not None and version > SCHEMA_VERSION,
+            "sqlite_version": sqlite_version(),
+            "notes": sqlite_notes(),
         }
     finally:
         conn.close()

@@ -1,0 +1,145 @@
+"""How a file is opened to be read without leaving anything behind or writing a byte.
+
+SQLite's ordinary read-only open (`mode=ro`) of a database with no -wal creates an empty -wal
+and a 32 KiB -shm beside it, and in a read-only folder it fails ("attempt to write a readonly
+database"). The rule here, measured on 3.40.1:
+
+* no -wal, or an empty -wal with no -shm: nothing can be waiting in a WAL and nobody has the
+  file open in WAL mode, so `immutable=1` (no locks, no files created, works on read-only media);
+* a -wal and a -shm: someone may be writing; `mode=ro` shares their WAL index (no files created);
+* a non-empty -wal without -shm (a writer crashed), or `mode=ro` failing in a read-only folder:
+  the database and its WAL are copied into a private temporary folder and the copy is read,
+  because `immutable` would silently drop the committed rows still in the WAL.
+
+A file whose sqlite_master holds an entry twice ("malformed database schema") makes every
+statement fail; reading around it with `PRAGMA writable_schema=ON` is harmless on a read-only
+connection, and the connection says so (`schema_damaged`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from hermes_state_tools.core.paths import sidecar_paths
+
+_BUSY_TIMEOUT_S = 1.0
+_SQLITE_CORRUPT = 11
+_CANNOT_READ_IN_PLACE = {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM}
+
+
+class ReadConnection(sqlite3.Connection):
+    """A read-only connection that knows how it was opened and removes its private snapshot on close."""
+
+    snapshot_dir: Path | None = None
+    schema_damaged: str | None = None  # the parse error read around with writable_schema, if any
+    how: str = "immutable"
+
+    def close(self) -> None:
+        super().close()
+        if self.snapshot_dir is not None:
+            shutil.rmtree(self.snapshot_dir, ignore_errors=True)
+            self.snapshot_dir = None
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """True for SQLITE_CORRUPT and its extended codes (a damaged page, a malformed schema)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) == _SQLITE_CORRUPT
+    return "malformed" in str(exc)  # pragma: no cover - Python < 3.11
+
+
+def _plan(path: Path) -> str:
+    wal, shm = sidecar_paths(path)
+    if not wal.exists():
+        return "immutable"
+    if shm.exists():
+        return "ro"
+    return "immutable" if wal.stat().st_size == 0 else "snapshot"
+
+
+def _connect(uri: str) -> ReadConnection:
+    conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
+                           isolation_level=None, factory=ReadConnection)
+    conn.row_factory = sqlite3.Row
+    return conn  # type: ignore[return-value]
+
+
+def snapshot(path: Path, folder: Path | None = None) -> tuple[Path, Path]:
+    """db + its WAL copied into a private folder (a new temp folder unless given); SQLite replays
+    the WAL there, on the copy. Returns (folder, copy)."""
+    if folder is None:
+        folder = Path(tempfile.mkdtemp(prefix="hermes-state-read-"))
+    else:
+        folder.mkdir(mode=0o700)
+    copy = folder / path.name
+    try:
+        shutil.copyfile(path, copy)
+        wal = sidecar_paths(path)[0]
+        if wal.exists():
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder, copy
+
+
+def _open(path: Path, how: str) -> ReadConnection:
+    if how == "copy":  # `path` is already a private copy: read it (and replay its WAL) in place
+        conn = _connect(path.resolve().as_uri())
+    elif how == "snapshot":
+        folder, copy = snapshot(path)
+        try:
+            conn = _connect(copy.resolve().as_uri())
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        conn.snapshot_dir = folder
+    else:
+        conn = _connect(f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if how == "immutable" else ""))
+    conn.how = how
+    return conn
+
+
+def _first_read(conn: ReadConnection) -> None:
+    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+
+
+def open_checked(path: Path, how: str, tolerate_schema_damage: bool) -> ReadConnection:
+    conn = _open(path, how)
+    try:
+        _first_read(conn)
+        return conn
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        if not (tolerate_schema_damage and is_corrupt(exc) and "malformed database schema" in str(exc)):
+            raise
+        damage = " ".join(str(exc).split())
+    conn = _open(path, how)
+    try:
+        conn.execute("PRAGMA writable_schema=ON")  # parse errors in sqlite_master are tolerated
+        conn.schema_damaged = damage
+        _first_read(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True) -> ReadConnection:
+    """A read-only connection that creates no file beside `path` and never writes to it.
+
+    Raises sqlite3 errors as SQLite gives them (the caller maps them); a malformed schema is read
+    around (writable_schema) unless `tolerate_schema_damage` is False.
+    """
+    how = _plan(path)
+    try:
+        return open_checked(path, how, tolerate_schema_damage)
+    except sqlite3.DatabaseError as exc:
+        code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        if how != "ro" or code not in _CANNOT_READ_IN_PLACE:
+            raise
+    return open_checked(path, "snapshot", tolerate_schema_damage)  # a read-only folder: read a copy
