@@ -36,7 +36,7 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
 
 def _register() -> None:
     # Each module adds its commands to `main`.
-    from hermes_state_tools.cli import importing, maintenance, search, sessions, status, upgrade  # noqa: F401
+    from hermes_state_tools.cli import importing, maintenance, recovery, search, sessions, status, upgrade  # noqa: F401
 
 
 _register()

@@ -143,21 +143,29 @@ def vacuum(as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("dest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--keep", type=click.IntRange(min=1), metavar="N",
+              help="DEST is a folder: keep the N newest dated backups there, remove older ones.")
 @common_options()
-def backup(dest: Path, as_json: bool) -> None:
+def backup(dest: Path, keep: int | None, as_json: bool) -> None:
     """Copy the database online to DEST and verify the copy.
 
-    DEST must not exist. The copy is reopened and must pass integrity_check with the same counts.
+    The copy is written to a temporary file beside DEST, reopened (it must pass integrity_check
+    with the same counts as the source snapshot), fsynced, and only then renamed to DEST: a
+    killed or failed backup leaves no DEST. DEST must not exist; an existing folder (or --keep)
+    gets a dated file `state.db.bak-<timestamp>` in it, and with --keep N the oldest beyond N are
+    removed after the new one verified. A full disk exits 74, a damaged source 65.
 
     \b
     Examples:
       hermes-state backup ~/backups/state-2026-05-01.db
+      hermes-state backup ~/backups --keep 7
       hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
     """
-    doc = backup_file(settings().db, dest)
+    doc = backup_file(settings().db, dest, keep)
     emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
-                        f"({d['bytes']:,} bytes, verified)")
+                        f"({d['bytes']:,} bytes, verified)"
+                        + "".join(f"\nremoved old backup {p}" for p in d["removed"]))
 
 
 def _human_maintain(doc: dict[str, Any]) -> str:

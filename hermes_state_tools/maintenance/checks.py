@@ -23,8 +23,8 @@ from hermes_state_tools.core.schema import (
     read_version,
     table_columns,
 )
-from hermes_state_tools.errors import NotAHermesDatabaseError
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
+from hermes_state_tools.errors import NotAHermesDatabaseError
 from hermes_state_tools.maintenance import damage, fts_agreement
 from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
 from hermes_state_tools.tables import counters, lineage, titles

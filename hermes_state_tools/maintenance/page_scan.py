@@ -134,8 +134,9 @@ def _is_number(value: Any) -> bool:
 
 def plausible_message(row: dict[str, Any]) -> bool:
     """A messages row: the id column NULL (it is the rowid), session_id and role text, a numeric timestamp."""
+    content = row.get("content")
     return (row.get("id") is None and isinstance(row.get("session_id"), str) and isinstance(row.get("role"), str)
-            and _is_number(row.get("timestamp")) and (row.get("content") is None or isinstance(row.get("content"), str)))
+            and _is_number(row.get("timestamp")) and (content is None or isinstance(content, str)))
 
 
 def plausible_session(row: dict[str, Any]) -> bool:
@@ -152,7 +153,7 @@ def candidates(cells: list[Cell], columns: list[str], defaults: dict[str, Any],
     for _page, rowid, values in cells:
         if len(values) > len(columns):
             continue
-        row = dict(zip(columns, list(values) + [defaults.get(c) for c in columns[len(values):]]))
+        row = dict(zip(columns, list(values) + [defaults.get(c) for c in columns[len(values):]], strict=True))
         if not plausible(row):
             continue
         if rowid in found and found[rowid] != row:

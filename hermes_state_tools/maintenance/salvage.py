@@ -214,7 +214,7 @@ def _placeholders(dest: sqlite3.Connection, read: _Read, report: SalvageReport) 
     orphans = dest.execute("SELECT session_id, MIN(timestamp), MAX(timestamp) FROM messages m WHERE NOT EXISTS "
                            "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id").fetchall()
     for session_id, first, last in orphans:
-        rowid = rowid_of.get(session_id)
+        rowid = rowid_of.get(session_id, 0)  # rowid 0: nothing known (sessions rowids start at 1)
         source = read.known["source"].get(rowid) or PLACEHOLDER_SOURCE
         started = read.known["started_at"].get(rowid) or first
         dest.execute("INSERT INTO sessions (id, source, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?)",

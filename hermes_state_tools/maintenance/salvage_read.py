@@ -61,7 +61,8 @@ def indexes_of(conn: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
 
 def rowid_bounds(conn: sqlite3.Connection, table: str) -> tuple[int, int]:
     """The smallest and largest rowid anything still knows of (1, 0 when nothing answers)."""
-    low, high = [1], []
+    low: list[int] = [1]
+    high: list[int] = []
     for sql, into in ((f'SELECT MIN(rowid) FROM "{table}"', low), (f'SELECT MAX(rowid) FROM "{table}"', high)):
         got = _try(conn, sql)
         if got and got[0][0] is not None:
@@ -85,7 +86,7 @@ class _Reader:
         self.one_sql = f'SELECT rowid, {listed} FROM "{table}" WHERE rowid = ?'
 
     def keep(self, row: Any) -> None:
-        self.out.rows[row[0]] = dict(zip(self.columns, row[1:]))
+        self.out.rows[row[0]] = dict(zip(self.columns, row[1:], strict=True))
 
     def lose(self, first: int, last: int) -> None:
         lost = self.out.lost

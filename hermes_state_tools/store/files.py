@@ -43,7 +43,7 @@ def _alive(pid: int) -> bool:
 
 def remove_stale_temps(folder: Path) -> list[Path]:
     """Remove the temporary files of earlier runs that were killed (their process is gone)."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(folder.iterdir())
     except OSError:
@@ -110,7 +110,7 @@ def others_have_open(db: Path) -> bool:
         os.close(fd)
 
 
-def swap_in(db: Path, new: Path, aside: Path) -> None:
+def swap_in(db: Path, new: Path, aside: Path | None) -> None:
     """Replace `db` by the verified `new`; the old file (with its -wal) stays as `aside`.
 
     The old -wal is moved away before the new file takes the name: a WAL must never be replayed
@@ -120,9 +120,12 @@ def swap_in(db: Path, new: Path, aside: Path) -> None:
     fsync_path(new)
     wal, shm = sidecar_paths(db)
     if db.exists():
+        if aside is None:
+            raise FileExistsError(db)
         os.link(db, aside)  # the original bytes under the new name: no copy, atomic
-        if wal.exists():
-            os.rename(wal, aside.with_name(aside.name + "-wal"))
+    if wal.exists():
+        keep = aside if aside is not None else db.with_name(f"{db.name}.orphaned-{os.getpid()}")
+        os.rename(wal, keep.with_name(keep.name + "-wal"))
     os.rename(new, db)
     shm.unlink(missing_ok=True)
     fsync_path(db.parent)
