@@ -1,0 +1,193 @@
+"""Damaged files, on real files with real destroyed pages: `check` reports to the end, nothing writes
+into damage (65, bytes unchanged), `repair` rebuilds around derived damage, `recover` salvages."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from damage import cli, cli_json
+from page_damage import (
+    CANONICAL_KINDS,
+    DERIVED_KINDS,
+    KINDS,
+    PAGE_KINDS,
+    build_db,
+    damage,
+    destroy_btree,
+    listing,
+    rows,
+    sha256,
+)
+
+from hermes_state_tools.errors import DAMAGED_REFUSAL
+from hermes_state_tools.maintenance.checks import check_file
+
+LEGACY_JSONL = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "jsonl"
+ALL_MESSAGES = "SELECT id, session_id, role, content, timestamp FROM messages ORDER BY id"
+ALL_SESSIONS = "SELECT id, source, started_at, title, system_prompt FROM sessions ORDER BY id"
+
+WRITING = {
+    "import-jsonl": ["import-jsonl", str(LEGACY_JSONL)],
+    "upgrade": ["upgrade"],
+    "vacuum": ["vacuum"],
+    "prune": ["prune", "--older-than", "0", "--yes"],
+    "rebuild-fts": ["rebuild-fts"],
+    "maintain": ["maintain"],
+}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_db(tmp_path_factory.mktemp("pristine") / "state.db")
+
+
+def damaged_copy(pristine: Path, tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    damage(path, kind)
+    return path
+
+
+def expected_object(kind: str) -> str:
+    return "messages_fts" if kind == "dup_master" else kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_names_the_damaged_object_and_runs_to_the_end(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["ok"] is False and doc["damaged"] is True
+    integrity = [p for p in doc["problems"] if p["kind"] == "integrity"]
+    assert [(p["object"], p["data"]) for p in integrity] == [
+        (expected_object(kind), PAGE_KINDS.get(kind, "derived"))]
+    assert expected_object(kind) in integrity[0]["detail"]
+    assert all(s["reason"] for s in doc["skipped"])  # what could not run says why
+    assert sha256(path) == before and listing(tmp_path) == files  # nothing written, nothing left beside
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_human_output_lists_the_damage_and_the_advice(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    result = cli("--db", path, "check")
+    assert result.exit_code == 1 and "integrity:" in result.stdout and "recover" in result.stdout
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("command", sorted(WRITING))
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_writing_command_refuses_damage_with_65_and_writes_nothing(pristine, tmp_path, kind, command):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    result = cli("--db", path, *WRITING[command], "--no-progress", "--json")
+    assert result.exit_code == 65, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and DAMAGED_REFUSAL in result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+@pytest.mark.parametrize("kind", CANONICAL_KINDS)
+def test_repair_refuses_canonical_damage(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    for args in (["repair"], ["repair", "--dry-run"]):
+        result = cli("--db", path, *args, "--json")
+        assert result.exit_code == 65 and "recover" in result.stderr and kind in result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def test_maintain_json_reports_the_damage_and_exits_65(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    code, doc = cli_json("--db", path, "maintain", "--no-progress")
+    assert code == 65 and doc["damaged"] and not doc["ok"]
+    assert [p["object"] for p in doc["check"]["problems"] if p["kind"] == "integrity"] == ["messages"]
+
+
+@pytest.mark.parametrize("kind", DERIVED_KINDS)
+def test_repair_rebuilds_derived_damage_without_touching_a_canonical_row(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    damaged_sha = sha256(path)
+    code, doc = cli_json("--db", path, "repair")
+    assert code == 0 and doc["ok"] and doc["unfixed"] == []
+    assert [c["action"] for c in doc["changes"]] == ["rebuilt_file"]
+    assert rows(path, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+    assert rows(path, ALL_SESSIONS) == rows(pristine, ALL_SESSIONS)
+    assert check_file(path) == []
+    assert cli_json("--db", path, "check")[0] == 0
+    kept = Path(doc["backup"])
+    assert kept.parent == tmp_path and sha256(kept) == damaged_sha  # the original, byte for byte
+    hits = cli_json("--db", path, "search", "kappa", "--limit", "5")[1]["results"]
+    assert len(hits) == 5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_recover_salvages_into_a_clean_file_and_never_touches_the_source(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    dest = tmp_path / "out" / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert sha256(path) == before and listing(tmp_path) == sorted([*files, "out"])
+    assert listing(dest.parent) == ["recovered.db"]
+    assert code == (0 if doc["complete"] else 1)
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    back = rows(dest, ALL_MESSAGES)
+    assert len(back) == doc["messages_recovered"] >= 0.95 * len(original)
+    assert all(original[r[0]] == r for r in back)  # every message that came back is the original
+    lost = {i for a, b in doc["messages_lost_ranges"] for i in range(a, b + 1)}
+    assert lost == set(original) - {r[0] for r in back}
+    assert check_file(dest) == []
+
+
+def test_recover_keeps_messages_of_a_lost_session_under_a_placeholder(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "sessions")
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code == 1 and doc["placeholder_sessions"] and doc["messages_lost"] == 0
+    placeholders = rows(dest, "SELECT id, source, end_reason FROM sessions WHERE end_reason = 'recovered'")
+    assert {p[0] for p in placeholders} == set(doc["placeholder_sessions"])
+    real_sources = dict(rows(pristine, "SELECT id, source FROM sessions"))
+    assert all(source == real_sources[sid] for sid, source, _ in placeholders)  # from the surviving index
+    assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+    assert check_file(dest) == []
+
+
+def test_rows_under_a_destroyed_interior_page_come_back_from_the_leaves(pristine, tmp_path):
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    destroy_btree(path, "messages", which="interior")
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert doc["rows_from_page_scan"] > 0 and doc["messages_lost"] == 0
+    assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+
+
+def test_recover_refuses_an_existing_destination_and_writes_nothing(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    dest = tmp_path / "taken.db"
+    dest.write_bytes(b"mine")
+    result = cli("--db", path, "recover", dest)
+    assert result.exit_code == 2 and dest.read_bytes() == b"mine"
+    assert sorted(listing(tmp_path)) == ["state.db", "taken.db"]
+
+
+def test_a_healthy_file_recovers_completely_with_exit_0(pristine, tmp_path):
+    dest = tmp_path / "copy.db"
+    code, doc = cli_json("--db", pristine, "recover", dest)
+    assert code == 0 and doc["complete"] and rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+
+
+def test_read_commands_on_a_damaged_file_exit_65_or_read_around_it(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    for args in (["status"], ["export"], ["sessions", "list"], ["search", "kappa"]):
+        result = cli("--db", path, *args)
+        assert result.exit_code in (0, 65), (args, result.exit_code, result.stderr)
+        assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def test_the_duplicated_schema_entry_is_read_around_by_read_commands(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "dup_master")
+    code, doc = cli_json("--db", path, "sessions", "list")
+    assert code == 0 and doc["sessions"]
