@@ -26,8 +26,8 @@ PAGE_KINDS: dict[str, str] = {
 KINDS = (*PAGE_KINDS, "dup_master")
 CANONICAL_KINDS = tuple(k for k, v in PAGE_KINDS.items() if v == "canonical")
 DERIVED_KINDS = (*(k for k, v in PAGE_KINDS.items() if v == "derived"), "dup_master")
-_WORDS = ("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega python sqlite hermes agent "
-          "tool call result error retry commit rollback page index table").split()
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma", "omega",
+          "python", "sqlite", "hermes", "agent", "tool", "call", "result", "error", "retry", "commit", "rollback"]
 
 
 def sha256(path: Path) -> str:
@@ -52,9 +52,10 @@ def build_db(path: Path, sessions: int = 120, per_session: int = 20, size: int =
         t0 = 1_750_000_000.0
         for s in range(sessions):
             sid = f"sess-{s:05d}"
+            title = f"title {s}" if s % 3 == 0 else None
             conn.execute("INSERT INTO sessions (id, source, system_prompt, started_at, message_count, title) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", (sid, rnd.choice(["cli", "telegram", "discord"]), text(150),
-                                                        t0 + s * 100, per_session, f"title {s}" if s % 3 == 0 else None))
+                         "VALUES (?, ?, ?, ?, ?, ?)",
+                         (sid, rnd.choice(["cli", "telegram", "discord"]), text(150), t0 + s * 100, per_session, title))
             conn.executemany("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
                              [(sid, "user" if m % 2 == 0 else "assistant", text(size), t0 + s * 100 + m)
                               for m in range(per_session)])

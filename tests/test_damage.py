@@ -158,7 +158,7 @@ def test_rows_under_a_destroyed_interior_page_come_back_from_the_leaves(pristine
     destroy_btree(path, "messages", which="interior")
     dest = tmp_path / "recovered.db"
     code, doc = cli_json("--db", path, "recover", dest)
-    assert doc["rows_from_page_scan"] > 0 and doc["messages_lost"] == 0
+    assert code == 0 and doc["complete"] and doc["rows_from_page_scan"] > 0 and doc["messages_lost"] == 0
     assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
 
 

@@ -57,7 +57,7 @@ class SalvageReport:
     def complete(self) -> bool:
         """Every canonical row came back as it was."""
         return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
-                    or self.rows_from_page_scan or self.other_tables_lost or self.titles_cleared)
+                    or self.other_tables_lost or self.titles_cleared)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
