@@ -197,6 +197,7 @@ def schema_change_pending(path: Path) -> bool:
 def open_writable(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner]:
     """A WAL-mode read-write connection on a 0600 file, foreign keys enforced."""
     paths.create_private_file(path)
+    existed = [side.exists() for side in paths.sidecar_paths(path)]
     conn = connect(path)
     try:
         retry_on_lock(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
@@ -206,9 +207,21 @@ def open_writable(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise NotAHermesDatabaseError(f"{path}: {exc}") from exc
+        _remove_new_empty_sidecars(path, existed)
+        raise map_open_error(path, exc) from exc  # a full disk is 74, damage 65, else not a database
     paths.tighten_permissions(path)
     return conn, WriteRunner(conn, lock)
+
+
+def _remove_new_empty_sidecars(path: Path, existed: list[bool]) -> None:
+    """A failed open (a full disk: the -shm could not grow) leaves the -wal/-shm it just created; with
+    the -wal empty they hold nothing, and a stray -shm would fail every later reader."""
+    wal, shm = paths.sidecar_paths(path)
+    if existed[0] or (wal.exists() and wal.stat().st_size):
+        return
+    wal.unlink(missing_ok=True)
+    if not existed[1]:
+        shm.unlink(missing_ok=True)
 
 
 def open_store(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:

@@ -27,7 +27,8 @@ from hermes_state_tools.core.paths import sidecar_paths
 
 _BUSY_TIMEOUT_S = 1.0
 _SQLITE_CORRUPT = 11
-_CANNOT_READ_IN_PLACE = {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM}
+# mode=ro cannot share the -shm (a read-only folder, a stray -shm a failed writer left): read a copy
+_CANNOT_READ_IN_PLACE = {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_IOERR}
 
 
 class ReadConnection(sqlite3.Connection):
