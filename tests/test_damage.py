@@ -191,3 +191,51 @@ def test_the_duplicated_schema_entry_is_read_around_by_read_commands(pristine, t
     path = damaged_copy(pristine, tmp_path, "dup_master")
     code, doc = cli_json("--db", path, "sessions", "list")
     assert code == 0 and doc["sessions"]
+
+
+def test_a_backup_of_a_damaged_file_is_65_and_leaves_nothing(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    result = cli("--db", path, "backup", tmp_path / "copy.db")
+    assert result.exit_code == 65 and len(result.stderr.splitlines()) == 1
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def test_repair_refuses_while_another_process_has_the_database_open(pristine, tmp_path):
+    import subprocess
+    import sys
+
+    path = damaged_copy(pristine, tmp_path, "idx_messages_session")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(path)!r}); c.execute('PRAGMA journal_mode=WAL')\n"
+        "c.execute('SELECT COUNT(*) FROM sessions').fetchone(); print('open', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        before = sha256(path)
+        result = cli("--db", path, "repair")
+        assert result.exit_code == 75 and "another process" in result.stderr
+        assert sha256(path) == before and not [n for n in listing(tmp_path) if "pre-repair" in n or "tmp" in n]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_recover_sees_the_rows_still_in_a_wal(pristine, tmp_path):
+    import sqlite3
+
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('sess-00001', 'user', 'x', 1)")
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for suffix in ("", "-wal"):  # as a crashed writer leaves it: a WAL, no -shm
+        shutil.copyfile(f"{path}{suffix}", folder / f"state.db{suffix}")
+    writer.close()
+    before = {n: sha256(folder / n) for n in listing(folder)}
+    code, doc = cli_json("--db", folder / "state.db", "recover", tmp_path / "out.db")
+    assert code == 0 and doc["used_wal_snapshot"] and doc["messages_recovered"] == len(rows(pristine, ALL_MESSAGES)) + 1
+    assert {n: sha256(folder / n) for n in listing(folder)} == before

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hermes_state_tools.cli import main
+from hermes_state_tools.cli import main, maintenance
 from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, settings
 from hermes_state_tools.errors import ConfirmationRequired
 from hermes_state_tools.maintenance.recover import recover_file
@@ -72,7 +72,7 @@ def _confirmer(yes: bool) -> Callable[[RestorePlan], None]:
     def confirm(plan: RestorePlan) -> None:
         if yes:
             return
-        if not sys.stdin.isatty():
+        if not maintenance.stdin_is_terminal():  # looked up at call time: tests stand in a terminal
             raise ConfirmationRequired("restore replaces the database: without a terminal to confirm on, pass --yes")
         kept = f"; the current file is kept as {plan.aside}" if plan.aside else ""
         if not click.confirm(f"Replace {plan.db} with {plan.backup}{kept}?", default=False, err=True):
