@@ -239,3 +239,35 @@ def test_recover_sees_the_rows_still_in_a_wal(pristine, tmp_path):
     code, doc = cli_json("--db", folder / "state.db", "recover", tmp_path / "out.db")
     assert code == 0 and doc["used_wal_snapshot"] and doc["messages_recovered"] == len(rows(pristine, ALL_MESSAGES)) + 1
     assert {n: sha256(folder / n) for n in listing(folder)} == before
+
+
+def _unreadable(pristine: Path, tmp_path: Path, how: str) -> Path:
+    """Files SQLite cannot open at all: page 1 overwritten after the header, or the file cut in half."""
+    data = pristine.read_bytes()
+    path = tmp_path / "state.db"
+    if how == "page1":
+        path.write_bytes(data[:100] + bytes(range(256)) * 15 + data[100 + 256 * 15:])
+    else:
+        path.write_bytes(data[:len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("how", ["page1", "truncated"])
+def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pages(pristine, tmp_path, how):
+    path = _unreadable(pristine, tmp_path, how)
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and [(p["object"], p["data"]) for p in doc["problems"]] == [("sqlite_master", "canonical")]
+    for command in ("vacuum", "upgrade", "repair", "maintain"):
+        assert cli("--db", path, command, "--no-progress").exit_code == 65
+    assert sha256(path) == before and listing(tmp_path) == files
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert doc["schema_unreadable"] and sha256(path) == before
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    back = rows(dest, ALL_MESSAGES)
+    assert all(original[r[0]] == r for r in back) and check_file(dest) == []
+    if how == "page1":  # only the schema page is gone: every row is still on its leaf page
+        assert (code, len(back)) == (0, len(original))
+    else:
+        assert code == 1 and len(back) >= 0.4 * len(original)

@@ -24,7 +24,7 @@ from hermes_state_tools.core.schema import (
     table_columns,
 )
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
-from hermes_state_tools.errors import NotAHermesDatabaseError
+from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import damage, fts_agreement
 from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
 from hermes_state_tools.tables import counters, lineage, titles
@@ -247,7 +247,10 @@ def check_report(path: Path, quick: bool = False) -> CheckReport:
     """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
     written and nothing is left beside it. A newer schema gets the file-level checks only."""
     require_database_file(path)
-    conn = open_read_connection(path)
+    try:
+        conn = open_read_connection(path)
+    except DamagedDatabaseError as exc:
+        return _unreadable(exc)
     try:
         if not {"sessions", "messages"} <= object_names(conn, "table"):
             raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
@@ -260,6 +263,15 @@ def check_report(path: Path, quick: bool = False) -> CheckReport:
     finally:
         conn.close()
     return CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
+
+
+def _unreadable(exc: DamagedDatabaseError) -> CheckReport:
+    """SQLite cannot read the file's schema at all (page 1 destroyed, a truncated file): one finding."""
+    finding = Finding("integrity", f"sqlite_master is damaged (canonical data, the rows only this file holds): "
+                                   f"SQLite cannot read the schema ({exc.detail}); `recover` reads the pages", (),
+                      "sqlite_master", "canonical")
+    skipped = tuple((_name(c), "skipped: the schema cannot be read") for c in all_checks() if _name(c) != "integrity")
+    return CheckReport((finding,), skipped, tuple(sqlite_notes()), False)
 
 
 def check_file(path: Path, quick: bool = False) -> list[Finding]:

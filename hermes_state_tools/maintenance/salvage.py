@@ -10,6 +10,7 @@ verified, and only then put in place (store/files.py). The source is only ever r
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from dataclasses import asdict, dataclass, field
@@ -17,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.paths import sidecar_paths
-from hermes_state_tools.core.schema import TRIGGERS, create_schema
+from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.damage import CANONICAL_TABLES
-from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, read_table, table_info
-from hermes_state_tools.store.read_open import ReadConnection, open_checked, snapshot
+from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
+from hermes_state_tools.store.read_open import ReadConnection, is_corrupt, open_checked, snapshot
 from hermes_state_tools.tables import fts
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -50,6 +51,7 @@ class SalvageReport:
     other_tables: list[str] = field(default_factory=list)
     other_tables_lost: list[str] = field(default_factory=list)
     schema_damage: str | None = None
+    schema_unreadable: bool = False  # SQLite could not read the schema: rows came from the pages alone
     used_wal_snapshot: bool = False
     verified: bool = False
 
@@ -141,6 +143,40 @@ def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
               ("started_at", "idx_sessions_started"))}
     return _Read(read_table(conn, "sessions", s_cols), read_table(conn, "messages", m_cols), s_cols, m_cols,
                  known, _read_others(conn), _sequence(conn))
+
+
+def _declared_default(decl: str) -> Any:
+    match = re.search(r"DEFAULT\s+('[^']*'|\S+)", decl, re.IGNORECASE)
+    return literal(match.group(1)) if match else None
+
+
+def _read_by_pages(path: Path, dest_columns: dict[str, list[str]], report: SalvageReport) -> _Read:
+    """When SQLite cannot read the schema at all (page 1 or sqlite_master destroyed, a truncated file):
+    every leaf page is decoded and rows of the shape of Hermes' sessions and messages (columns in
+    their schema order, older rows padded with the declared defaults) are kept."""
+    cells = page_scan.scan_table_leaves(path)
+    found: dict[str, TableRead] = {}
+    for table, plausible in (("sessions", page_scan.plausible_session), ("messages", page_scan.plausible_message)):
+        layout = TABLE_COLUMNS[table]
+        names = [c.name for c in layout]
+        rows = page_scan.candidates(cells, names, {c.name: _declared_default(c.decl) for c in layout}, plausible)
+        got = TableRead({rowid: {c: row.get(c) for c in dest_columns[table]} for rowid, row in rows.items()})
+        found[table] = got
+    if found["sessions"].rows:  # a session id twice (a stale copy on a leaf): the first one read is kept
+        unique: dict[str, int] = {}
+        for rowid, row in sorted(found["sessions"].rows.items()):
+            unique.setdefault(row["id"], rowid)
+        found["sessions"].rows = {r: found["sessions"].rows[r] for r in unique.values()}
+    for rowid, row in found["messages"].rows.items():
+        row["id"] = rowid
+    ids = sorted(found["messages"].rows)
+    # Only the gaps between ids that came back can be told; AUTOINCREMENT ids of deleted messages look alike.
+    found["messages"].lost = _ranges(sorted(set(range(ids[0], ids[-1] + 1)) - set(ids))) if ids else []
+    report.schema_unreadable = True
+    report.rows_from_page_scan = len(found["sessions"].rows) + len(ids)
+    empty: dict[str, dict[int, Any]] = {"id": {}, "source": {}, "started_at": {}}
+    return _Read(found["sessions"], found["messages"], dest_columns["sessions"], dest_columns["messages"], empty, [],
+                 None)
 
 
 def _from_pages(read: _Read, src: _Source, report: SalvageReport) -> None:
@@ -287,12 +323,32 @@ def verify_rebuilt(dest: sqlite3.Connection, path: Path, report: SalvageReport, 
     report.verified = True
 
 
+def _rebuild_from_pages(source: Path, tmp: Path, report: SalvageReport) -> SalvageReport:
+    dest = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        create_schema(dest)
+        read = _read_by_pages(source, {t: _columns(dest, t) for t in ("sessions", "messages")}, report)
+        if not read.sessions.rows and not read.messages.rows:
+            raise DamagedDatabaseError(source, "no session or message could be read from it")
+        _build(dest, read, report, False)
+        verify_rebuilt(dest, tmp, report, check_links=True)
+    finally:
+        dest.close()
+    return report
+
+
 def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> SalvageReport:
     """Read every canonical row `source` still holds and write a verified v6 file at `tmp` (a
     self-contained rollback-journal file, ready to be renamed). `exact` (repair): every row must
     come back as it was, or DamagedDatabaseError and `tmp` removed."""
     report = SalvageReport(str(source))
-    src = _open_source(source, workdir)
+    try:
+        src = _open_source(source, workdir)
+        table_info(src.conn, "sessions")
+    except sqlite3.DatabaseError as exc:
+        if exact or not is_corrupt(exc):
+            raise
+        return _rebuild_from_pages(source, tmp, report)
     try:
         report.schema_damage, report.used_wal_snapshot = src.conn.schema_damaged, src.snapshot_dir is not None
         dest = sqlite3.connect(tmp, isolation_level=None)

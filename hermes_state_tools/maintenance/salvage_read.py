@@ -33,10 +33,10 @@ def _try(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> li
 
 def table_info(conn: sqlite3.Connection, table: str) -> list[tuple[str, Any]]:
     """(column, default value) of a table in the source, defaults as Python values."""
-    return [(row[1], _literal(row[4])) for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    return [(row[1], literal(row[4])) for row in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
-def _literal(default: str | None) -> Any:
+def literal(default: str | None) -> Any:
     """A DEFAULT clause as a value (the simple literals Hermes uses)."""
     if default is None or default.upper() == "NULL":
         return None
