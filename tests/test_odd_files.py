@@ -206,3 +206,21 @@ def test_a_full_disk_is_exit_74_nothing_half_written_and_the_rerun_completes(sma
     assert run("--db", small_disk / "copy.db", "check").returncode == 0
     assert run("--db", path, "vacuum").returncode == 0
     assert listing(small_disk) == ["copy.db", "state.db"]
+
+
+def test_a_hot_rollback_journal_is_rolled_back_on_a_copy_by_read_commands(tmp_path):
+    path = build_db(tmp_path / "state.db", sessions=60, per_session=20)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    # A writer killed mid-transaction, after it spilled changed pages into the main file.
+    code = (f"import sqlite3, os\nc = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+            "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN')\n"
+            "c.execute('DELETE FROM messages WHERE id < 1000'); os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (tmp_path / "state.db-journal").stat().st_size > 0
+    before = {n: sha256(tmp_path / n) for n in listing(tmp_path)}
+    code_, doc = cli_json("--db", path, "status")
+    assert code_ == 0 and doc["messages"] == 1200  # as committed: the interrupted delete is undone
+    assert cli_json("--db", path, "check")[0] == 0
+    assert {n: sha256(tmp_path / n) for n in listing(tmp_path)} == before

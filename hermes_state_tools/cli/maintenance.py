@@ -99,6 +99,12 @@ def repair(dry_run: bool, as_json: bool) -> None:
     row, and gives orphaned messages a placeholder session. Every change is reported. Exit 0 when
     nothing is left unfixed (with --dry-run: when everything found would be fixed), else 1.
 
+    Damage to derived data (an index, the search index, a duplicated schema entry) is fixed by
+    rebuilding the file: every canonical row copied exactly into a new file beside it, verified,
+    swapped in; the original is kept as state.db.pre-repair-<timestamp>. Refused (exit 75) while
+    another process has the database open. Damage to canonical rows (sessions, messages) is
+    refused with exit 65 and nothing written: `recover` salvages them into a new file.
+
     \b
     Examples:
       hermes-state repair --dry-run
@@ -114,7 +120,8 @@ def repair(dry_run: bool, as_json: bool) -> None:
 def rebuild_fts(as_json: bool) -> None:
     """Rebuild the full-text index from the messages table.
 
-    A missing FTS table or trigger is recreated first.
+    A missing FTS table or trigger is recreated first. A damaged file is refused (exit 65, nothing
+    written; see `check` and `repair`).
 
     \b
     Examples:
@@ -131,7 +138,8 @@ def rebuild_fts(as_json: bool) -> None:
 def vacuum(as_json: bool) -> None:
     """Checkpoint the WAL, optimize the index, VACUUM and ANALYZE.
 
-    Safe while Hermes keeps using the database.
+    Safe while Hermes keeps using the database. A damaged file is refused (exit 65, nothing
+    written); a full disk exits 74 with the file as it was.
 
     \b
     Examples:

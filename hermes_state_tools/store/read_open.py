@@ -7,9 +7,11 @@ database"). The rule here, measured on 3.40.1:
 * no -wal, or an empty -wal with no -shm: nothing can be waiting in a WAL and nobody has the
   file open in WAL mode, so `immutable=1` (no locks, no files created, works on read-only media);
 * a -wal and a -shm: someone may be writing; `mode=ro` shares their WAL index (no files created);
-* a non-empty -wal without -shm (a writer crashed), or `mode=ro` failing in a read-only folder:
-  the database and its WAL are copied into a private temporary folder and the copy is read,
-  because `immutable` would silently drop the committed rows still in the WAL.
+* a non-empty -wal without -shm (a writer crashed), a hot -journal (a rollback-journal write was
+  interrupted), or `mode=ro` failing in a read-only folder: the database and its WAL/journal are
+  copied into a private temporary folder and the copy is read (SQLite replays the WAL or rolls
+  the journal back there), because `immutable` would silently drop the committed rows still in
+  the WAL, or read the half-written pages a hot journal would undo.
 
 A file whose sqlite_master holds an entry twice ("malformed database schema") makes every
 statement fail; reading around it with `PRAGMA writable_schema=ON` is harmless on a read-only
@@ -53,8 +55,15 @@ def is_corrupt(exc: BaseException) -> bool:
     return "malformed" in str(exc)  # pragma: no cover - Python < 3.11
 
 
+def _hot_journal(path: Path) -> bool:
+    journal = path.with_name(path.name + "-journal")
+    return journal.exists() and journal.stat().st_size > 0
+
+
 def _plan(path: Path) -> str:
     wal, shm = sidecar_paths(path)
+    if _hot_journal(path):
+        return "snapshot"  # an interrupted rollback-journal write: only a rollback (on a copy) reads it right
     if not wal.exists():
         return "immutable"
     if shm.exists():
@@ -79,9 +88,10 @@ def snapshot(path: Path, folder: Path | None = None) -> tuple[Path, Path]:
     copy = folder / path.name
     try:
         shutil.copyfile(path, copy)
-        wal = sidecar_paths(path)[0]
-        if wal.exists():
-            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        for suffix in ("-wal", "-journal"):
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                shutil.copyfile(side, copy.with_name(copy.name + suffix))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
