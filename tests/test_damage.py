@@ -271,3 +271,25 @@ def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pag
         assert (code, len(back)) == (0, len(original))
     else:
         assert code == 1 and len(back) >= 0.4 * len(original)
+
+
+def test_repair_keeps_the_toolkit_extra_tables_and_the_wal_mode(pristine, tmp_path):
+    import sqlite3
+
+    from hermes_state_tools.tables import extras
+
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    extras.ensure_tables(conn)
+    conn.execute(f"INSERT INTO {extras.SESSION_TABLE} VALUES ('sess-00001', '{{\"mirror\": true}}')")
+    conn.execute(f"INSERT INTO {extras.MESSAGE_TABLE} VALUES (7, 'sess-00001', '{{\"message_id\": 9}}')")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    damage(path, "idx_messages_session")
+    code, doc = cli_json("--db", path, "repair")
+    assert code == 0 and check_file(path) == []
+    assert rows(path, f"SELECT * FROM {extras.MESSAGE_TABLE}") == [(7, "sess-00001", '{"message_id": 9}')]
+    assert rows(path, f"SELECT * FROM {extras.SESSION_TABLE}") == [("sess-00001", '{"mirror": true}')]
+    assert path.read_bytes()[18:20] == b"\x02\x02"  # the header says WAL, as Hermes keeps it
+    assert listing(tmp_path) == sorted(["state.db", Path(doc["backup"]).name])

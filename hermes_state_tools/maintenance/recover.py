@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,15 @@ def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[Salva
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _to_wal(path: Path) -> None:
+    """The rebuilt file in WAL mode, as Hermes keeps its store (the -wal goes away on close)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+    finally:
+        conn.close()
+
+
 def recover_file(source: Path, dest: Path) -> dict[str, Any]:
     """Salvage every readable session and message of `source` into a new verified v6 file at `dest`.
 
@@ -73,6 +83,7 @@ def rebuild_in_place(db: Path) -> dict[str, Any]:
         raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run repair")
     report, tmp = _rebuild(db, db, "repair", exact=True)
     try:
+        _to_wal(tmp)
         if others_have_open(db):  # again, right before the swap
             raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed; re-run repair")
         aside = _free_name(db, "pre-repair")
