@@ -24,6 +24,18 @@ def _fts_bytes(conn: sqlite3.Connection) -> int | None:
     return int(row[0] or 0)
 
 
+def _journal_mode(conn: sqlite3.Connection, path: Path) -> str:
+    """The file's journal mode. An immutable look reports 'delete' for any file: the header's
+    read/write version bytes (2 = WAL) say what SQLite would use."""
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    if getattr(conn, "how", None) != "ro":
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+        if header[18:20] == b"\x02\x02":
+            return "wal"
+    return str(mode)
+
+
 def read_status(path: Path) -> dict[str, Any]:
     """Schema version, journal mode, counts, file sizes and the oldest/newest session."""
     conn = open_readonly(path)
@@ -36,7 +48,7 @@ def read_status(path: Path) -> dict[str, Any]:
             "path": str(path),
             "schema_version": version if version is not None else detect_schema_version(conn),
             "schema_version_recorded": version is not None,
-            "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+            "journal_mode": _journal_mode(conn, path),
             "sessions": conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
             "messages": conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
             "db_bytes": path.stat().st_size,
