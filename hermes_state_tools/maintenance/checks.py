@@ -27,6 +27,7 @@ from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import damage, fts_agreement
 from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
+from hermes_state_tools.store.read_open import writer_arrived
 from hermes_state_tools.tables import counters, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
@@ -247,10 +248,17 @@ def check_report(path: Path, quick: bool = False) -> CheckReport:
     """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
     written and nothing is left beside it. A newer schema gets the file-level checks only."""
     require_database_file(path)
+    report, again = _check_once(path, quick)
+    if again:  # a writer opened the file during an immutable look: what looked damaged is checked again
+        report, _again = _check_once(path, quick)
+    return report
+
+
+def _check_once(path: Path, quick: bool) -> tuple[CheckReport, bool]:
     try:
         conn = open_read_connection(path)
     except DamagedDatabaseError as exc:
-        return _unreadable(exc)
+        return _unreadable(exc), False
     try:
         if not {"sessions", "messages"} <= object_names(conn, "table"):
             raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
@@ -260,9 +268,10 @@ def check_report(path: Path, quick: bool = False) -> CheckReport:
         conn.execute("BEGIN")  # one snapshot while other processes keep writing
         findings, skipped = run_checks_tolerant(conn, quick, ("integrity", "foreign_keys") if newer else None)
         conn.execute("ROLLBACK")
+        report = CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
+        return report, report.damaged and writer_arrived(conn, path)
     finally:
         conn.close()
-    return CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
 
 
 def _unreadable(exc: DamagedDatabaseError) -> CheckReport:

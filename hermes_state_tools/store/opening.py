@@ -20,7 +20,7 @@ from hermes_state_tools.errors import (
     SchemaTooNewError,
     StorageIOError,
 )
-from hermes_state_tools.store.read_open import ReadConnection, is_corrupt, open_for_reading
+from hermes_state_tools.store.read_open import ReadConnection, is_corrupt, open_for_reading, writer_arrived
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
 _SQLITE_IO = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR}
@@ -163,13 +163,17 @@ def prove_sound(path: Path) -> None:
     """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
     else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
     require_database_file(path)
-    conn = open_read_connection(path)
-    try:
-        problem = damage_found(conn)
-    except sqlite3.Error as exc:
-        raise map_open_error(path, exc) from exc
-    finally:
-        conn.close()
+    for _attempt in range(2):
+        conn = open_read_connection(path)
+        try:
+            problem = damage_found(conn)
+            again = problem is not None and writer_arrived(conn, path)
+        except sqlite3.Error as exc:
+            raise map_open_error(path, exc) from exc
+        finally:
+            conn.close()
+        if not again:
+            break
     if problem is not None:
         raise DamagedDatabaseError(path, problem)
 

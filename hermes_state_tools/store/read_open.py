@@ -154,3 +154,9 @@ def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True) -> Read
         if how != "ro" or code not in _CANNOT_READ_IN_PLACE:
             raise
     return open_checked(path, "snapshot", tolerate_schema_damage)  # a read-only folder: read a copy
+
+
+def writer_arrived(conn: ReadConnection, path: Path) -> bool:
+    """True when `conn` was an immutable look and a writer has opened the file since (a -wal exists
+    now): what it read may have been torn by a checkpoint, so damage it saw is looked at again."""
+    return conn.how == "immutable" and sidecar_paths(path)[0].exists()
