@@ -99,6 +99,8 @@ def _kill_backup(big: Path, tmp_path: Path, fraction: float, full: float) -> Non
     if not dest.exists():
         assert run("--db", tmp_path / "state.db", "backup", dest).returncode == 0
     assert sound(dest) and run("--db", dest, "check").returncode == 0
+    # killed after DEST was linked but before its temporary name was dropped: the next run clears it
+    assert run("--db", tmp_path / "state.db", "backup", tmp_path / "again.db").returncode == 0
     assert_no_temps(tmp_path)
 
 
@@ -133,6 +135,7 @@ def _kill_recover(big: Path, tmp_path: Path, fraction: float, full: float) -> No
     if not dest.exists():
         assert run("--db", src, "recover", dest).returncode == 1
     assert run("--db", dest, "check").returncode == 0
+    assert run("--db", src, "recover", tmp_path / "again.db").returncode == 1  # clears a killed run's temp
     assert_no_temps(tmp_path)
 
 

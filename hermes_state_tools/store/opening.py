@@ -20,6 +20,7 @@ from hermes_state_tools.errors import (
     SchemaTooNewError,
     StorageIOError,
 )
+from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.read_open import ReadConnection, is_corrupt, open_for_reading, writer_arrived
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
@@ -185,6 +186,7 @@ def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     with reading(path):
         pass  # refuses a missing, foreign or newer file before anything opens it for writing
     prove_sound(path)
+    remove_stale_temps(path.parent)  # what a killed backup/repair/restore of this folder left
     conn, runner = open_writable(path, threading.RLock())
     try:
         yield conn, runner
