@@ -192,3 +192,25 @@ def test_soak_kills_at_random_moments(big, tmp_path, timings, seed):
             _kill_restore(big, work, fraction, timings["restore"])
         else:
             _kill_recover(big, work, fraction, timings["recover"])
+
+
+def test_a_swap_killed_between_its_renames_gets_its_wal_back_on_the_next_run(tmp_path):
+    """The one moment a kill can leave the database without its WAL: moved aside, new file not yet in."""
+    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('only-in-the-wal', 'cli', 1.0)")
+    shutil.copyfile(f"{db}-wal", tmp_path / "saved")
+    writer.close()
+    shutil.move(tmp_path / "saved", f"{db}-wal")  # as a crashed Hermes leaves it
+    keep = tmp_path / "state.db.pre-repair-20260101T000000Z"
+    (tmp_path / "state.db.hermes-tmp-swap-999999").write_text(keep.name)  # pid 999999: not running
+    os.link(db, keep)
+    os.rename(f"{db}-wal", f"{keep}-wal")
+    assert run("--db", db, "vacuum").returncode == 0  # any writing command finishes the swap first
+    assert listing(tmp_path) == ["state.db"]
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM sessions WHERE id = 'only-in-the-wal'").fetchone() == (1,)
+    finally:
+        conn.close()

@@ -52,7 +52,9 @@ def remove_stale_temps(folder: Path) -> list[Path]:
         match = _TEMP.search(entry.name)
         if match is None or _alive(int(match.group(1))):
             continue
-        if entry.is_dir() and not entry.is_symlink():
+        if f"{TEMP_MARK}swap-" in entry.name:
+            _finish_swap(entry)
+        elif entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
@@ -119,13 +121,36 @@ def swap_in(db: Path, new: Path, aside: Path | None) -> None:
     """
     fsync_path(new)
     wal, shm = sidecar_paths(db)
+    keep = aside if aside is not None else db.with_name(f"{db.name}.orphaned-{os.getpid()}")
+    intent = temp_beside(db, "swap")
+    intent.write_text(keep.name, "utf-8")  # a kill before the new file is in: the next run puts the WAL back
+    fsync_path(db.parent)
     if db.exists():
         if aside is None:
             raise FileExistsError(db)
-        os.link(db, aside)  # the original bytes under the new name: no copy, atomic
+        os.link(db, keep)  # the original bytes under the new name: no copy, atomic
     if wal.exists():
-        keep = aside if aside is not None else db.with_name(f"{db.name}.orphaned-{os.getpid()}")
         os.rename(wal, keep.with_name(keep.name + "-wal"))
     os.rename(new, db)
     shm.unlink(missing_ok=True)
     fsync_path(db.parent)
+    intent.unlink()
+    fsync_path(db.parent)
+
+
+def _finish_swap(intent: Path) -> None:
+    """Undo a swap killed between moving the old -wal aside and renaming the new file in: the
+    database is still the old file (the same inode as its kept name), so its WAL goes back."""
+    db = intent.with_name(intent.name.split(TEMP_MARK, 1)[0])
+    try:
+        keep = intent.with_name(intent.read_text("utf-8").strip())
+    except OSError:
+        keep = None
+    if keep is not None and keep.name and keep.exists() and db.exists() and os.path.samefile(db, keep):
+        kept_wal, wal = keep.with_name(keep.name + "-wal"), sidecar_paths(db)[0]
+        if kept_wal.exists() and not wal.exists():
+            os.rename(kept_wal, wal)
+        if not kept_wal.exists():
+            keep.unlink()  # only a second name of the database itself: the swap never happened
+    intent.unlink(missing_ok=True)
+    fsync_path(intent.parent)

@@ -185,8 +185,8 @@ def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     never upgraded."""
     with reading(path):
         pass  # refuses a missing, foreign or newer file before anything opens it for writing
+    remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
     prove_sound(path)
-    remove_stale_temps(path.parent)  # what a killed backup/repair/restore of this folder left
     conn, runner = open_writable(path, threading.RLock())
     try:
         yield conn, runner
