@@ -293,3 +293,15 @@ def test_repair_keeps_the_toolkit_extra_tables_and_the_wal_mode(pristine, tmp_pa
     assert rows(path, f"SELECT * FROM {extras.SESSION_TABLE}") == [("sess-00001", '{"mirror": true}')]
     assert path.read_bytes()[18:20] == b"\x02\x02"  # the header says WAL, as Hermes keeps it
     assert listing(tmp_path) == sorted(["state.db", Path(doc["backup"]).name])
+
+
+def test_upgrading_a_damaged_old_file_is_refused_before_any_backup(tmp_path):
+    from schema_fixtures import load_fixture
+
+    path = load_fixture("v3", tmp_path)
+    destroy_btree(path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    for args in (["upgrade"], ["import-jsonl", str(LEGACY_JSONL)]):
+        result = cli("--db", path, *args, "--no-progress")
+        assert result.exit_code == 65 and str(path) in result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files  # no .bak of a damaged file

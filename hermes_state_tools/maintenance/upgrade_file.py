@@ -10,7 +10,7 @@ from typing import Any
 
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.opening import open_store, schema_change_pending
+from hermes_state_tools.store.opening import open_store, prove_sound, schema_change_pending
 
 
 def _run_upgrade(path: Path) -> dict[str, Any]:
@@ -23,6 +23,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False) -> d
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     needed = schema_change_pending(path)  # refuses a missing, foreign or newer file first
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
+    prove_sound(path)  # before the backup: a damaged file is refused (65), no .bak made of it
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="hermes-state-dry-run-") as scratch:
             copy = Path(scratch) / path.name

@@ -116,6 +116,8 @@ def backup_database(source: Path, dest: Path) -> BackupResult:
         verify(tmp, expected)
         size = tmp.stat().st_size
         place(tmp, dest)
+    except DamagedDatabaseError as exc:  # the copy holds the source's pages: name the source
+        raise DamagedDatabaseError(source, exc.detail) from exc
     except (sqlite3.Error, OSError) as exc:
         raise _io_error(source, dest, exc) from exc
     finally:
