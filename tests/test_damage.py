@@ -3,11 +3,14 @@ into damage (65, bytes unchanged), `repair` rebuilds around derived damage, `rec
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from damage import cli, cli_json
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from page_damage import (
     CANONICAL_KINDS,
     DERIVED_KINDS,
@@ -305,3 +308,32 @@ def test_upgrading_a_damaged_old_file_is_refused_before_any_backup(tmp_path):
         result = cli("--db", path, *args, "--no-progress")
         assert result.exit_code == 65 and str(path) in result.stderr
     assert sha256(path) == before and listing(tmp_path) == files  # no .bak of a damaged file
+
+
+EXAMPLES = int(os.environ.get("HST_DAMAGE_EXAMPLES", "12"))  # more for a long hunt
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_any_destroyed_pages_are_found_refused_and_recovered_around(pristine, tmp_path_factory, data):
+    from page_damage import btree_pages, destroy_pages
+
+    tmp_path = tmp_path_factory.mktemp("random")
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    pages = sorted(p for tree in btree_pages(path).values() for p, _kind in tree if p != 1)
+    chosen = data.draw(st.lists(st.sampled_from(pages), min_size=1, max_size=6, unique=True))
+    destroy_pages(path, chosen, seed=data.draw(st.integers(0, 1000)))
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    assert cli("--db", path, "vacuum").exit_code == 65 and sha256(path) == before
+    dest = tmp_path / "out" / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code in (0, 1) and sha256(path) == before and listing(tmp_path) == sorted([*files, "out"])
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    back = rows(dest, ALL_MESSAGES)
+    assert all(original[r[0]] == r for r in back)  # nothing made up, nothing changed
+    lost = {i for a, b in doc["messages_lost_ranges"] for i in range(a, b + 1)}
+    assert set(original) - {r[0] for r in back} <= lost  # every missing message is reported lost
+    assert check_file(dest) == []
