@@ -32,11 +32,13 @@ def _varint(buf: Any, i: int) -> tuple[int, int]:
 def _value(serial: int, payload: bytes, at: int) -> tuple[Any, int]:
     if serial == 0:
         return None, at
-    if 1 <= serial <= 6:
-        size = (1, 2, 3, 4, 6, 8)[serial - 1]
-        return int.from_bytes(payload[at:at + size], "big", signed=True), at + size
-    if serial == 7:
-        return struct.unpack(">d", payload[at:at + 8])[0], at + 8
+    if 1 <= serial <= 7:
+        size = (1, 2, 3, 4, 6, 8, 8)[serial - 1]
+        raw = bytes(payload[at:at + size])
+        if len(raw) != size:
+            raise ValueError("short record")  # a destroyed page: the header promises more than is there
+        value = struct.unpack(">d", raw)[0] if serial == 7 else int.from_bytes(raw, "big", signed=True)
+        return value, at + size
     if serial in (8, 9):
         return serial - 8, at
     if serial >= 12:
@@ -103,8 +105,8 @@ def _cells(data: Any, page: int, page_size: int, usable: int, pages: int) -> lis
             rowid, i = _varint(data, i)
             rowid = rowid - (1 << 64) if rowid >= 1 << 63 else rowid
             out.append((page, rowid, decode_record(_payload(data, i, size, page_size, usable, pages))))
-        except (ValueError, IndexError, UnicodeDecodeError):
-            continue
+        except (ValueError, IndexError, UnicodeDecodeError, struct.error, OverflowError, MemoryError):
+            continue  # not a cell (garbage): skipped, never an error
     return out
 
 
