@@ -352,3 +352,11 @@ def test_a_record_cut_short_by_garbage_is_skipped_by_the_page_scan(pristine, tmp
     assert code in (0, 1) and doc["verified"] and check_file(dest) == []
     original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
     assert all(original[r[0]] == r for r in rows(dest, ALL_MESSAGES))
+
+
+def test_recovered_and_repaired_files_are_owner_only(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "idx_messages_session")
+    assert cli("--db", path, "recover", tmp_path / "recovered.db").exit_code == 0
+    assert cli("--db", path, "repair").exit_code == 0
+    assert (tmp_path / "recovered.db").stat().st_mode & 0o777 == 0o600
+    assert path.stat().st_mode & 0o777 == 0o600

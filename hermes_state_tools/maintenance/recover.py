@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.paths import create_private_file
 from hermes_state_tools.errors import DatabaseInUseError, DestinationExistsError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
@@ -41,6 +42,7 @@ def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[Salva
     tmp, workdir = temp_beside(dest, purpose), temp_beside(dest, "snap")
     remove_with_sidecars(tmp)
     try:
+        create_private_file(tmp)  # conversations: owner-only (0600), like the store itself
         return rebuild_into(source, tmp, workdir, exact=exact), tmp
     except BaseException:
         remove_with_sidecars(tmp)
