@@ -10,7 +10,6 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
-from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing
@@ -21,7 +20,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
-from hermes_state_tools.store.opening import schema_change_pending
+from hermes_state_tools.store.opening import open_read_connection, prove_sound, schema_change_pending
 from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
@@ -132,7 +131,8 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
              log: ReadLog) -> None:
     """Plan everything without writing; a session met again (a /save file, an export line) is planned
     against what the run would already have written for it, so the counts match a real run."""
-    conn = connect(db_path, readonly=True) if db_path.exists() and db_path.stat().st_size else None
+    # A dry run is a read command: it leaves no -wal/-shm beside the database (store/read_open.py).
+    conn = open_read_connection(db_path) if db_path.exists() and db_path.stat().st_size else None
     written: dict[str, Existing] = {}
     try:
         for unit in UnitReader(files, tz, source, log).units():
@@ -154,6 +154,8 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not); opening it for the import upgrades the schema: keep the file as it was first.
+    if db_path.exists() and db_path.stat().st_size and not dry_run:
+        prove_sound(db_path)  # nothing writes into a damaged file, even when nothing is found to import
     if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path) and not dry_run:
         stats.backup = str(backup_before_schema_change(db_path))
     files, found = discover(paths)

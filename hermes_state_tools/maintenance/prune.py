@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.store.opening import reading, writing
+from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
 
 
@@ -31,6 +31,7 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
                confirm: Callable[[PrunePlan], None] | None = None) -> dict[str, Any]:
     """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction."""
     with reading(path) as conn:
+        prove_sound(path)  # a damaged file is refused even when there is nothing to delete
         ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
         plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids))
     if dry_run:
