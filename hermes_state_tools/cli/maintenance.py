@@ -197,7 +197,7 @@ def backup(dest: Path, keep: int | None, as_json: bool) -> None:
       hermes-state backup ~/backups --keep 7
       hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
     """
-    doc = backup_file(settings().db, dest, keep)
+    doc = backup_file(settings().db, dest, keep).as_dict()
     emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
                         f"({d['bytes']:,} bytes, verified)"
                         + "".join(f"\nremoved old backup {p}" for p in d["removed"]))
@@ -299,5 +299,5 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
       hermes-state prune --older-than 90 --dry-run
       hermes-state prune --older-than 30 --source telegram --yes --json
     """
-    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes))
+    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes)).as_dict()
     emit(doc, _human_prune)

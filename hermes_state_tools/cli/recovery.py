@@ -99,7 +99,7 @@ def restore(backup_path: Path, yes: bool, as_json: bool) -> None:
       hermes-state restore ~/.hermes/state.db.bak-20260501T120000Z
       hermes-state --db state.db restore backups/state.db.bak-20260501T120000Z --yes --json
     """
-    doc = restore_file(settings().db, backup_path, _confirmer(yes))
+    doc = restore_file(settings().db, backup_path, _confirmer(yes)).as_dict()
     emit(doc, lambda d: f"restored {d['path']} from {d['restored_from']} ({d['sessions']:,} sessions, "
                         f"{d['messages']:,} messages, verified)"
                         + (f"; the previous file is kept as {d['previous']}" if d["previous"] else ""))

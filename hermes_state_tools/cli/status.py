@@ -39,4 +39,4 @@ def status(as_json: bool) -> None:
       hermes-state status
       hermes-state --db backup.db status --json
     """
-    emit({**read_status(settings().db), "ok": True}, _human)
+    emit(read_status(settings().db).as_dict(), _human)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import shutil
 import sqlite3
 from pathlib import Path
@@ -12,6 +11,7 @@ from hermes_state_tools.core.paths import create_private_file
 from hermes_state_tools.errors import DatabaseInUseError, DestinationExistsError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
+    dated_name,
     others_have_open,
     place,
     remove_stale_temps,
@@ -20,20 +20,6 @@ from hermes_state_tools.store.files import (
     temp_beside,
 )
 from hermes_state_tools.store.opening import require_database_file
-
-
-def _stamp() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-
-
-def _free_name(db: Path, label: str) -> Path:
-    """`<db>.<label>-<UTC timestamp>`, never an existing file."""
-    stamp, counter = _stamp(), 1
-    candidate = db.with_name(f"{db.name}.{label}-{stamp}")
-    while candidate.exists():
-        counter += 1
-        candidate = db.with_name(f"{db.name}.{label}-{stamp}-{counter}")
-    return candidate
 
 
 def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[SalvageReport, Path]:
@@ -88,7 +74,7 @@ def rebuild_in_place(db: Path) -> dict[str, Any]:
         _to_wal(tmp)
         if others_have_open(db):  # again, right before the swap
             raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed; re-run repair")
-        aside = _free_name(db, "pre-repair")
+        aside = dated_name(db, "pre-repair")
         swap_in(db, tmp, aside)
     finally:
         remove_with_sidecars(tmp)

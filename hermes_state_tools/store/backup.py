@@ -5,16 +5,15 @@ next run removes."""
 
 from __future__ import annotations
 
-import datetime as dt
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hermes_state_tools.core import paths
 from hermes_state_tools.core.connection import is_corrupt, is_io_error
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.errors import BackupError, DamagedDatabaseError, DestinationExistsError, StorageIOError
-from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
+from hermes_state_tools.store.files import dated_name, place, remove_stale_temps, remove_with_sidecars, temp_beside
 from hermes_state_tools.store.opening import open_readonly, reading
 from hermes_state_tools.store.read_open import open_for_reading
 
@@ -37,20 +36,9 @@ def _counts(conn: sqlite3.Connection) -> tuple[int, int]:
             conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
 
 
-def _stamp() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-
-
 def timestamped_path(db_path: Path, folder: Path | None = None) -> Path:
     """`state.db.bak-<UTC timestamp>` next to the database (or in `folder`), never an existing file."""
-    folder = db_path.parent if folder is None else folder
-    stamp = _stamp()
-    candidate = folder / f"{db_path.name}{BACKUP_PREFIX}{stamp}"
-    counter = 1
-    while candidate.exists():
-        counter += 1
-        candidate = folder / f"{db_path.name}{BACKUP_PREFIX}{stamp}-{counter}"
-    return candidate
+    return dated_name(db_path, BACKUP_PREFIX.strip(".-"), folder)
 
 
 def verify(dest: Path, expected: tuple[int, int]) -> None:
@@ -146,7 +134,18 @@ def backup_into_folder(source: Path, folder: Path, keep: int | None) -> tuple[Ba
     return result, removed
 
 
-def backup_file(source: Path, dest: Path, keep: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BackupReport(Report):
+    source: str
+    path: str
+    sessions: int
+    messages: int
+    bytes: int
+    removed: tuple[str, ...]  # older dated backups removed by --keep, after the new one verified
+    ok: bool = True
+
+
+def backup_file(source: Path, dest: Path, keep: int | None = None) -> BackupReport:
     """Online copy of `source` to `dest` (a file that must not exist, or a folder for a dated copy), verified."""
     with reading(source, allow_newer=True):
         pass  # a missing or foreign source is refused before `dest` is created
@@ -156,5 +155,5 @@ def backup_file(source: Path, dest: Path, keep: int | None = None) -> dict[str, 
         result, removed = backup_into_folder(source, dest, keep)
     else:
         result = backup_database(source, dest)
-    return {"ok": True, "source": str(source), "path": str(result.path), "sessions": result.sessions,
-            "messages": result.messages, "bytes": result.bytes, "removed": [str(p) for p in removed]}
+    return BackupReport(str(source), str(result.path), result.sessions, result.messages, result.bytes,
+                        tuple(str(p) for p in removed))

@@ -9,6 +9,7 @@ is gone.
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import fcntl
 import os
@@ -24,6 +25,18 @@ TEMP_MARK = ".hermes-tmp-"
 _TEMP = re.compile(re.escape(TEMP_MARK) + r"[a-z]+-(\d+)(?:-journal|-wal|-shm)?$")
 _NO_LINKS = {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
 _SHM_DMS_BYTE = 128  # SQLite's "dead man switch" lock byte in -shm: every WAL connection holds it shared
+
+
+def dated_name(db: Path, label: str, folder: Path | None = None) -> Path:
+    """`<db name>.<label>-<UTC timestamp>` beside `db` (or in `folder`), never an existing file: the name
+    of every copy kept (`bak` backups, `pre-restore` and `pre-repair` originals)."""
+    folder = db.parent if folder is None else folder
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    candidate, counter = folder / f"{db.name}.{label}-{stamp}", 1
+    while candidate.exists():
+        counter += 1
+        candidate = folder / f"{db.name}.{label}-{stamp}-{counter}"
+    return candidate
 
 
 def temp_beside(dest: Path, purpose: str) -> Path:

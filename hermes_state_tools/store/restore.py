@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.errors import DatabaseInUseError
 from hermes_state_tools.store.backup import backup_database
 from hermes_state_tools.store.files import (
+    dated_name,
     others_have_open,
     remove_stale_temps,
     remove_with_sidecars,
@@ -30,16 +30,17 @@ class RestorePlan:
     aside: Path | None  # where the current file goes (None: there is none)
 
 
-def _aside_name(db: Path) -> Path:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    candidate, counter = db.with_name(f"{db.name}.pre-restore-{stamp}"), 1
-    while candidate.exists():
-        counter += 1
-        candidate = db.with_name(f"{db.name}.pre-restore-{stamp}-{counter}")
-    return candidate
+@dataclass(frozen=True)
+class RestoreReport(Report):
+    path: str
+    restored_from: str
+    previous: str | None  # where the file that was in place now is (None: there was none)
+    sessions: int
+    messages: int
+    ok: bool = True
 
 
-def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] | None = None) -> dict[str, Any]:
+def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] | None = None) -> RestoreReport:
     """Replace `db` by `backup` (verified: integrity_check and the same counts in the copy placed).
 
     Refuses a backup that is missing, foreign or of a newer schema, and refuses while another
@@ -50,7 +51,7 @@ def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] 
         pass  # a missing, foreign or newer backup is refused before anything changes
     if db.exists() and others_have_open(db):
         raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run restore")
-    plan = RestorePlan(db, backup, _aside_name(db) if db.exists() else None)
+    plan = RestorePlan(db, backup, dated_name(db, "pre-restore") if db.exists() else None)
     if confirm is not None:
         confirm(plan)  # raises to cancel
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -61,9 +62,8 @@ def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] 
         copied = backup_database(backup, staged)  # the backup API: the copy is verified before it exists
         if db.exists() and others_have_open(db):
             raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed")
-        aside = _aside_name(db) if db.exists() else None
+        aside = dated_name(db, "pre-restore") if db.exists() else None
         swap_in(db, staged, aside)
     finally:
         remove_with_sidecars(staged)
-    return {"ok": True, "path": str(db), "restored_from": str(backup), "previous": str(aside) if aside else None,
-            "sessions": copied.sessions, "messages": copied.messages}
+    return RestoreReport(str(db), str(backup), str(aside) if aside else None, copied.sessions, copied.messages)
