@@ -32,8 +32,19 @@ class UnknownSessionError(HermesStateError, sqlite3.IntegrityError, LookupError)
     """A call named a session id that is not in the store."""
 
 
+DAMAGED_REFUSAL = "the database is damaged; nothing was written; run `hermes-state check`, then `recover`"
+
+
 class DamagedDatabaseError(HermesStateError):
     """SQLite finds the file malformed or its integrity check fails; a writing command refused, nothing changed."""
+
+    def __init__(self, path: object, detail: str = "") -> None:
+        self.path, self.detail = path, detail
+        super().__init__(f"{path}: {DAMAGED_REFUSAL}" + (f" ({detail})" if detail else ""))
+
+
+class DatabaseInUseError(HermesStateError):
+    """Another process has the database open; a command that replaces the file refused, nothing changed."""
 
 
 class StorageIOError(HermesStateError):

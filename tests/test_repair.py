@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from damage import PLANTS, T0, build_healthy, cli_json, counts, found, planted, raw
@@ -14,7 +15,7 @@ from hermes_state_tools.maintenance import repair
 from hermes_state_tools.maintenance.checks import check_file
 from hermes_state_tools.maintenance.repair import repair_file
 
-FIXABLE = sorted(name for name in PLANTS if name != "integrity")
+FIXABLE = sorted(PLANTS)  # "integrity" is a damaged index: derived data, rebuilt
 
 
 @pytest.mark.parametrize("name", FIXABLE)
@@ -54,11 +55,14 @@ def test_dry_run_reports_the_same_changes_and_keeps_every_byte(tmp_path, name):
     assert [f.as_dict() for f in dry.unfixed] == [f.as_dict() for f in real.unfixed]
 
 
-def test_integrity_damage_is_reported_unfixed(tmp_path):
+def test_index_damage_is_fixed_by_rebuilding_the_file_and_the_original_is_kept(tmp_path):
     path = planted(tmp_path, "integrity")
+    original = file_digests(path)["state.db"]
     report = repair_file(path)
-    assert not report.ok and report.changes == ()
-    assert found(report.unfixed) == {("integrity", ())}
+    assert report.ok and [c.action for c in report.changes] == ["rebuilt_file"]
+    assert check_file(path) == []
+    kept = Path(report.backup)
+    assert kept.name.startswith("state.db.pre-repair-") and file_digests(kept)[kept.name] == original
 
 
 @pytest.mark.parametrize(("first", "cleared", "old_parent"), [("alpha", "alpha", "gamma"), ("gamma", "gamma", "beta"),
@@ -152,8 +156,10 @@ def test_cli_reports_the_contract_keys_and_exit_codes(tmp_path):
     assert code == 0 and real["changes"] == dry["changes"]
     assert cli_json("--db", path, "repair")[1]["changes"] == []
     damaged = planted(tmp_path / "damaged", "integrity")
+    before = file_digests(damaged)
     code, doc = cli_json("--db", damaged, "repair", "--dry-run")
-    assert (code, doc["ok"], [p["kind"] for p in doc["unfixed"]]) == (1, False, ["integrity"])
+    assert (code, doc["ok"], [c["action"] for c in doc["changes"]], doc["unfixed"]) == (0, True, ["rebuilt_file"], [])
+    assert file_digests(damaged) == before
 
 
 def test_foreign_rows_move_to_extra_data_whole_and_fill_null_fields(tmp_path):

@@ -11,6 +11,7 @@ from hermes_state_tools.cli.base import DB_HELP, Settings, ToolGroup, announce_l
 from hermes_state_tools.core.connection import on_lock_wait
 from hermes_state_tools.core.paths import default_db_path
 from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.store.opening import on_newer_schema
 
 _EPILOG = """\b
 Database: --db FILE (before or after the command), else $HERMES_HOME/state.db,
@@ -59,6 +60,7 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
             announce_lock_wait(ctx.obj.db)
 
     on_lock_wait(waiting)
+    on_newer_schema(ctx.obj.newer_schema_read)
 
 
 # Each module adds its commands to `main` when imported; a command's module is imported when it runs.
@@ -67,6 +69,6 @@ COMMAND_MODULES = {
     "check": "maintenance", "repair": "maintenance", "rebuild-fts": "maintenance", "vacuum": "maintenance",
     "backup": "maintenance", "maintain": "maintenance", "prune": "maintenance",
     "search": "search", "sessions": "sessions", "status": "status", "upgrade": "upgrade",
-    "browse": "browse", "help": "guide", "schedule": "guide",
+    "browse": "browse", "help": "guide", "schedule": "guide", "recover": "recovery", "restore": "recovery",
 }
 main.lazy = {name: f"hermes_state_tools.cli.{module}" for name, module in COMMAND_MODULES.items()}

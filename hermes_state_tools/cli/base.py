@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import importlib
 import os
 import sqlite3
@@ -22,19 +21,20 @@ from hermes_state_tools.cli import helptext
 from hermes_state_tools.core.connection import (
     SQLITE_AUTH,
     SQLITE_CANTOPEN,
-    SQLITE_CORRUPT,
-    SQLITE_FULL,
-    SQLITE_IOERR,
     SQLITE_NOTADB,
     SQLITE_PERM,
     SQLITE_READONLY,
+    is_corrupt,
+    is_io_error,
     is_lock_error,
     result_code,
 )
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.core.steps import Steps
 from hermes_state_tools.errors import (
     ConfirmationRequired,
     DamagedDatabaseError,
+    DatabaseInUseError,
     DatabaseLockedError,
     DestinationExistsError,
     HermesStateError,
@@ -52,6 +52,7 @@ EXIT_DAMAGED, EXIT_BUG, EXIT_IO = 65, 70, 74  # sysexits.h: EX_DATAERR, EX_SOFTW
 _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SchemaTooNewError, EXIT_TOO_NEW),
     (DatabaseLockedError, EXIT_LOCKED),
+    (DatabaseInUseError, EXIT_LOCKED),
     (DamagedDatabaseError, EXIT_DAMAGED),
     (StorageIOError, EXIT_IO),
     (NotAHermesDatabaseError, EXIT_USAGE),
@@ -63,11 +64,8 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (HermesStateError, EXIT_PROBLEMS),
 ]
 
-# SQLite's primary result codes, as the file or the disk under it fails.
-_SQLITE_DAMAGED = {SQLITE_CORRUPT}
+# SQLite's primary result codes of a file that cannot be opened as a database (a usage error).
 _SQLITE_NOT_A_DATABASE = {SQLITE_NOTADB, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH}
-_SQLITE_IO = {SQLITE_FULL, SQLITE_IOERR}
-_OS_IO = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG}
 
 
 def exit_code_for(exc: BaseException) -> int:
@@ -75,20 +73,15 @@ def exit_code_for(exc: BaseException) -> int:
     for kind, code in _EXIT_CODES:
         if isinstance(exc, kind):
             return code
+    if is_io_error(exc):
+        return EXIT_IO
     if isinstance(exc, sqlite3.Error):
-        primary = result_code(exc)
-        if primary in _SQLITE_DAMAGED:
+        if is_corrupt(exc):
             return EXIT_DAMAGED
-        if primary in _SQLITE_IO:
-            return EXIT_IO
-        if primary in _SQLITE_NOT_A_DATABASE:
-            return EXIT_USAGE
         if is_lock_error(exc):
             return EXIT_LOCKED
-        return EXIT_BUG
-    if isinstance(exc, OSError):
-        return EXIT_IO if exc.errno in _OS_IO else EXIT_USAGE
-    return EXIT_BUG
+        return EXIT_USAGE if result_code(exc) in _SQLITE_NOT_A_DATABASE else EXIT_BUG
+    return EXIT_USAGE if isinstance(exc, OSError) else EXIT_BUG
 
 
 def debug_enabled() -> bool:
@@ -114,6 +107,15 @@ class Settings:
         self.debug = debug
         self.as_json = False
         self.progress = True
+        self.schema_newer = False
+
+    def newer_schema_read(self, path: Path, version: int) -> None:
+        """A read command reads a file of a newer schema: one warning line, and the JSON says so."""
+        if not self.schema_newer:
+            click.echo(f"hermes-state: warning: {path}: schema version {version} is newer than this tool "
+                       f"knows ({SCHEMA_VERSION}); reading the columns of version {SCHEMA_VERSION} only, "
+                       "nothing is written", err=True)
+        self.schema_newer = True
 
 
 def settings() -> Settings:
@@ -303,6 +305,8 @@ def common_options(*, json_output: bool = True) -> Callable[[Callable[..., Any]]
 
 def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> None:
     """Print the report: JSON when asked, else the human rendering."""
+    if settings().schema_newer:
+        document = {**document, "schema_newer": True}
     if settings().as_json:
         click.echo(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode())
     else:

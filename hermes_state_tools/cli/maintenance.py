@@ -11,6 +11,7 @@ import click
 
 from hermes_state_tools.cli import main
 from hermes_state_tools.cli.base import (
+    EXIT_DAMAGED,
     EXIT_PROBLEMS,
     common_options,
     emit,
@@ -20,14 +21,14 @@ from hermes_state_tools.cli.base import (
     settings,
     step_bar,
 )
-from hermes_state_tools.errors import ConfirmationRequired
-from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.errors import DAMAGED_REFUSAL, ConfirmationRequired
+from hermes_state_tools.maintenance.checks import check_report
 from hermes_state_tools.maintenance.maintain import maintain_file
 from hermes_state_tools.maintenance.prune import PrunePlan, prune_file
 from hermes_state_tools.maintenance.rebuild import rebuild_fts_file
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import vacuum_file
-from hermes_state_tools.store.backup import backup_file, timestamped_path
+from hermes_state_tools.store.backup import backup_file
 
 _SHOWN_IDS = 10
 
@@ -39,8 +40,18 @@ def _listed(title: str, items: list[dict[str, Any]]) -> list[str]:
 
 def _human_check(doc: dict[str, Any]) -> str:
     if doc["ok"]:
-        return f"{doc['path']}: no problems found"
-    return "\n".join(_listed(f"{doc['path']}: {plural(len(doc['problems']), 'problem')}:", doc["problems"]))
+        lines = [f"{doc['path']}: no problems found"]
+    else:
+        lines = _listed(f"{doc['path']}: {plural(len(doc['problems']), 'problem')}:", doc["problems"])
+    lines += [f"  skipped {s['check']}: {s['reason']}" for s in doc["skipped"]]
+    if doc["damaged"]:
+        lines.append(DAMAGE_ADVICE)
+    lines += [f"note: {note}" for note in doc["notes"]]
+    return "\n".join(lines)
+
+
+DAMAGE_ADVICE = ("the file is damaged: nothing writes into it now; `repair` rebuilds derived data (indexes, "
+                 "search index); for canonical data run `hermes-state recover NEW.db` (see README)")
 
 
 def _human_repair(doc: dict[str, Any]) -> str:
@@ -69,8 +80,14 @@ def check(quick: bool, as_json: bool) -> None:
     Looks at the file's integrity, foreign keys, the search index against the messages, lineage
     cycles and missing parents, per-session counters, duplicate titles and the schema version.
 
+    A damaged file is checked to the end: each damaged table or index is named, as canonical data
+    (sessions, messages, schema_version) or derived (indexes, the search index); checks that
+    cannot run on the damaged parts are listed as skipped. A newer schema gets the file-level
+    checks (integrity, foreign keys) only. The SQLite version in use is reported, with a note
+    when it has the WAL-reset bug.
+
     Exit 0 when healthy, 1 when a problem was found (every one listed). Never takes the write
-    lock and never changes the file, so it is safe while Hermes runs.
+    lock, never changes the file and leaves nothing beside it, so it is safe while Hermes runs.
 
     \b
     Examples:
@@ -79,10 +96,9 @@ def check(quick: bool, as_json: bool) -> None:
     """
     path = settings().db
     with step_bar("check") as progress:
-        findings = check_file(path, quick, progress)
-    emit({"ok": not findings, "path": str(path), "quick": quick, "problems": [f.as_dict() for f in findings]},
-         _human_check)
-    _exit_unless(not findings)
+        report = check_report(path, quick, progress)
+    emit({"ok": not report.findings, "path": str(path), "quick": quick, **report.as_dict()}, _human_check)
+    _exit_unless(not report.findings)
 
 
 @main.command()
@@ -95,6 +111,12 @@ def repair(dry_run: bool, as_json: bool) -> None:
     lineage cycles, clears parents that do not exist, renames duplicate titles, fixes the version
     row, and gives orphaned messages a placeholder session. Every change is reported. Exit 0 when
     nothing is left unfixed (with --dry-run: when everything found would be fixed), else 1.
+
+    Damage to derived data (an index, the search index, a duplicated schema entry) is fixed by
+    rebuilding the file: every canonical row copied exactly into a new file beside it, verified,
+    swapped in; the original is kept as state.db.pre-repair-<timestamp>. Refused (exit 75) while
+    another process has the database open. Damage to canonical rows (sessions, messages) is
+    refused with exit 65 and nothing written: `recover` salvages them into a new file.
 
     \b
     Examples:
@@ -112,7 +134,8 @@ def repair(dry_run: bool, as_json: bool) -> None:
 def rebuild_fts(as_json: bool) -> None:
     """Rebuild the full-text index from the messages table.
 
-    A missing FTS table or trigger is recreated first.
+    A missing FTS table or trigger is recreated first. A damaged file is refused (exit 65, nothing
+    written; see `check` and `repair`).
 
     \b
     Examples:
@@ -141,7 +164,8 @@ def _human_vacuum(doc: dict[str, Any]) -> str:
 def vacuum(as_json: bool) -> None:
     """Checkpoint the WAL, optimize the index, VACUUM and ANALYZE.
 
-    Safe while Hermes keeps using the database.
+    Safe while Hermes keeps using the database. A damaged file is refused (exit 65, nothing
+    written); a full disk exits 74 with the file as it was.
 
     \b
     Examples:
@@ -155,24 +179,28 @@ def vacuum(as_json: bool) -> None:
 
 @main.command()
 @click.argument("dest", type=click.Path(path_type=Path), callback=existing_folder)
+@click.option("--keep", type=click.IntRange(min=1), metavar="N",
+              help="DEST is a folder: keep the N newest dated backups there, remove older ones.")
 @common_options()
-def backup(dest: Path, as_json: bool) -> None:
+def backup(dest: Path, keep: int | None, as_json: bool) -> None:
     """Copy the database online to DEST and verify the copy.
 
-    DEST must not exist; when it is a folder, the copy is DEST/state.db.bak-<UTC time>. Its
-    folder must exist. The copy is reopened and must pass integrity_check with the same counts.
+    The copy is written to a temporary file beside DEST, reopened (it must pass integrity_check
+    with the same counts as the source snapshot), fsynced, and only then renamed to DEST: a
+    killed or failed backup leaves no DEST. DEST must not exist; an existing folder (or --keep)
+    gets a dated file `state.db.bak-<timestamp>` in it, and with --keep N the oldest beyond N are
+    removed after the new one verified. A full disk exits 74, a damaged source 65.
 
     \b
     Examples:
       hermes-state backup ~/backups/state-2026-05-01.db
-      hermes-state backup ~/backups/
+      hermes-state backup ~/backups --keep 7
       hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
     """
-    if dest.is_dir():
-        dest = timestamped_path(dest / settings().db.name)
-    doc = backup_file(settings().db, dest)
+    doc = backup_file(settings().db, dest, keep).as_dict()
     emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
-                        f"({d['bytes']:,} bytes, verified)")
+                        f"({d['bytes']:,} bytes, verified)"
+                        + "".join(f"\nremoved old backup {p}" for p in d["removed"]))
 
 
 def _human_maintain(doc: dict[str, Any]) -> str:
@@ -201,8 +229,9 @@ def maintain(as_json: bool) -> None:
     """The scheduled job: check, repair, optimize, vacuum if worth it.
 
     Repairs what is safe, optimizes the search index, and runs VACUUM only when enough of the
-    file is free pages. A file that fails integrity_check is left untouched (restore a backup).
-    Exit 0 when the database is healthy afterwards, 1 when something remains.
+    file is free pages. A damaged file (integrity) is reported and left untouched: exit 65, so
+    cron can alert (then see `check`, `repair`, `recover`). Otherwise exit 0 when the database
+    is healthy afterwards, 1 when something remains.
 
     \b
     Examples:
@@ -212,6 +241,8 @@ def maintain(as_json: bool) -> None:
     with step_bar("maintain") as progress:
         doc = maintain_file(settings().db, progress)
     emit(doc, _human_maintain)
+    if doc["damaged"]:
+        fail(f"{doc['path']}: {DAMAGED_REFUSAL}", EXIT_DAMAGED, json_document=False)
     _exit_unless(doc["ok"])
 
 
@@ -268,5 +299,5 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
       hermes-state prune --older-than 90 --dry-run
       hermes-state prune --older-than 30 --source telegram --yes --json
     """
-    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes))
+    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes)).as_dict()
     emit(doc, _human_prune)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.cli.base import EXIT_TOO_NEW, common_options, emit, fail, settings, when
-from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.cli.base import common_options, emit, settings, when
 from hermes_state_tools.views.status import read_status
 
 
@@ -21,23 +20,23 @@ def _human(doc: dict[str, Any]) -> str:
         f"file size:      {doc['db_bytes']:,} bytes (WAL {doc['wal_bytes']:,} bytes, FTS {fts})",
         f"oldest session: {when(doc['oldest_session_started'])}",
         f"newest session: {when(doc['newest_session_started'])}",
+        f"sqlite:         {doc['sqlite_version']}",
+        *(f"note: {note}" for note in doc["notes"]),
     ])
 
 
 @main.command()
 @common_options()
 def status(as_json: bool) -> None:
-    """Show schema version, journal mode, counts, file sizes and the session date range.
+    """Show schema version, journal mode, counts, file sizes, the session date range and the SQLite in use.
+
+    Read-only, leaves no file beside the database (works in a read-only folder). A newer schema
+    is read (its version-6 columns) with one warning line. A note warns when the SQLite in use
+    has the WAL-reset bug (3.7.0 through 3.51.2).
 
     \b
     Examples:
       hermes-state status
       hermes-state --db backup.db status --json
     """
-    doc = read_status(settings().db)
-    too_new = doc["schema_version"] > SCHEMA_VERSION
-    problem = (f"{doc['path']}: schema version {doc['schema_version']} is newer than this tool "
-               f"supports ({SCHEMA_VERSION}); nothing was changed")
-    emit({**doc, "ok": not too_new, **({"error": problem} if too_new else {})}, _human)
-    if too_new:
-        fail(problem, EXIT_TOO_NEW, json_document=False)
+    emit(read_status(settings().db).as_dict(), _human)

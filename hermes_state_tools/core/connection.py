@@ -7,6 +7,7 @@ jitter breaks the convoy of writers that all wake at once), up to 15 times.
 
 from __future__ import annotations
 
+import errno
 import random
 import sqlite3
 import threading
@@ -37,6 +38,25 @@ def result_code(exc: BaseException) -> int | None:
     """The primary SQLite result code of an error (None where Python does not say, before 3.11)."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code & 0xFF if isinstance(code, int) else None
+
+
+# What a failing disk looks like to the OS (full, quota, hardware, a file too large, mounted read-only).
+_OS_IO = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EROFS}
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """True for SQLITE_CORRUPT and its extended codes (a damaged page, a malformed schema)."""
+    code = result_code(exc)
+    if code is not None:
+        return code == SQLITE_CORRUPT
+    return isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc)  # pragma: no cover - Python < 3.11
+
+
+def is_io_error(exc: BaseException) -> bool:
+    """True when the disk failed under SQLite or the OS: full, quota, an I/O error (exit 74)."""
+    if isinstance(exc, OSError):
+        return exc.errno in _OS_IO
+    return isinstance(exc, sqlite3.Error) and result_code(exc) in (SQLITE_FULL, SQLITE_IOERR)
 
 
 def is_lock_error(exc: BaseException) -> bool:

@@ -23,7 +23,7 @@ from hermes_state_tools.ingest.other_db import read_session, session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, batches, prepare
 from hermes_state_tools.ingest.units import ReadLog, Unit
 from hermes_state_tools.ingest.writer import Written, restore_parent_links
-from hermes_state_tools.store.opening import open_readonly
+from hermes_state_tools.store.opening import open_read_connection, open_readonly
 from hermes_state_tools.store.session_db import SessionDB
 
 
@@ -68,7 +68,8 @@ def _replanner(other: sqlite3.Connection, file: str) -> Callable[[sqlite3.Connec
 
 
 def _dry_run(db_path: Path, units: Iterator[Unit], stats: run.ImportStats) -> None:
-    conn = connect(db_path, readonly=True) if db_path.exists() and db_path.stat().st_size else None
+    # A dry run is a read command: it leaves no -wal/-shm beside the database.
+    conn = open_read_connection(db_path) if db_path.exists() and db_path.stat().st_size else None
     written: dict[str, Existing] = {}
     try:
         for unit in units:

@@ -10,7 +10,6 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
-from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.importers import discover
@@ -22,7 +21,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_li
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_before_schema_change
-from hermes_state_tools.store.opening import peek_version, schema_change_pending
+from hermes_state_tools.store.opening import open_read_connection, peek_version, prove_sound, schema_change_pending
 from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
@@ -152,7 +151,8 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
              log: ReadLog) -> None:
     """Plan everything without writing; a session met again (a /save file, an export line) is planned
     against what the run would already have written for it, so the counts match a real run."""
-    conn = connect(db_path, readonly=True) if db_path.exists() and db_path.stat().st_size else None
+    # A dry run is a read command: it leaves no -wal/-shm beside the database (store/read_open.py).
+    conn = open_read_connection(db_path) if db_path.exists() and db_path.stat().st_size else None
     written: dict[str, Existing] = {}
     try:
         for unit in UnitReader(files, tz, source, log, parent_links(conn)).units():
@@ -169,8 +169,13 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
 
 
 def prepare_schema(db_path: Path, stats: ImportStats) -> None:
-    """Back the file up before the run upgrades it; a dry run says it would (and changes nothing)."""
-    if not (db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path)):
+    """Refuse a damaged file; back the file up before the run upgrades it; a dry run says it would
+    (and changes nothing)."""
+    if not (db_path.exists() and db_path.stat().st_size):
+        return
+    if not stats.dry_run:
+        prove_sound(db_path)  # nothing writes into a damaged file, even when nothing is found to import
+    if not schema_change_pending(db_path):
         return
     if stats.dry_run:
         stats.would_upgrade = {"from": peek_version(db_path), "to": SCHEMA_VERSION,

@@ -24,11 +24,15 @@ from hermes_state_tools.core.schema import (
     SCHEMA_VERSION,
     TRIGGERS,
     object_names,
+    read_version,
     table_columns,
 )
+from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
 from hermes_state_tools.core.steps import Steps, step
-from hermes_state_tools.maintenance import fts_agreement, quick_pass
-from hermes_state_tools.store.opening import reading
+from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
+from hermes_state_tools.maintenance import damage, fts_agreement, quick_pass
+from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
+from hermes_state_tools.store.read_open import writer_arrived
 from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
@@ -47,9 +51,14 @@ class Finding:
     kind: str
     detail: str
     session_ids: tuple[str, ...] = ()
+    object: str | None = None  # integrity: the damaged table or index
+    data: str | None = None  # integrity: "canonical" (rows only this file holds) or "derived" (rebuildable)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "detail": self.detail, "session_ids": list(self.session_ids)}
+        doc: dict[str, Any] = {"kind": self.kind, "detail": self.detail, "session_ids": list(self.session_ids)}
+        if self.object is not None:
+            doc.update(object=self.object, data=self.data)
+        return doc
 
 
 def _ids(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> tuple[str, ...]:
@@ -63,13 +72,13 @@ def _sample(ids: tuple[Any, ...]) -> str:
 
 
 def integrity(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding]:
-    """SQLite's integrity_check (quick_check with `quick`): b-trees, pages, indexes against tables."""
+    """SQLite's integrity_check (quick_check with `quick`) and dbstat's destroyed pages: each damaged
+    table or index once, saying whether it holds canonical or derived data (see damage.py)."""
     pragma = "quick_check" if quick else "integrity_check"
-    for (line,) in conn.execute(f"PRAGMA {pragma}({_INTEGRITY_MAX_ERRORS})"):
-        if line == "ok":
-            continue
-        # Newer SQLite also checks FTS5 tables here; a damaged FTS index is rebuilt, not lost data.
-        yield Finding("fts_out_of_sync" if FTS_TABLE in line else "integrity", f"{pragma}: {line}")
+    for found in damage.diagnose(conn, quick):
+        what = "the rows only this file holds" if found.data == "canonical" else "rebuildable by `repair`"
+        yield Finding("integrity", f"{pragma}: {found.name} is damaged ({found.data} data, {what}): "
+                                   f"{found.detail}", (), found.name, found.data)
 
 
 def orphaned_messages(conn: sqlite3.Connection) -> list[tuple[str, float, float, int]]:
@@ -244,22 +253,36 @@ def check_name(check: Check) -> str:
 
 
 def _waits(check: Check) -> bool:
-    """Whether the check waits for work running in another thread (see check_file)."""
+    """Whether the check waits for work running in another thread (see check_report)."""
     func, keywords = getattr(check, "func", None), getattr(check, "keywords", {})
     return func is integrity_elsewhere or (func is fts_sync and keywords.get("agrees") is not None)
 
 
-def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None,
-               progress: Steps | None = None, integrity_result: Elsewhere | None = None) -> list[Finding]:
-    """Every finding of every check, on the caller's connection and transaction, in report order.
+def _name(check: Check) -> str:
+    return getattr(check, "func", check).__name__.removesuffix("_elsewhere")
 
-    The checks that wait for another thread's answer run last, so the others overlap with it."""
+
+def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None,
+               progress: Steps | None = None, integrity_result: Elsewhere | None = None,
+               only: tuple[str, ...] | None = None) -> tuple[list[Finding], list[tuple[str, str]]]:
+    """Every finding of every check that can run, on the caller's connection and transaction, in report
+    order; and the checks that could not run, with why. A check SQLite stops (a damaged page under it)
+    is reported as skipped instead of ending the report; `only` names the checks to run. The checks
+    that wait for another thread's answer run last, so the others overlap with it."""
     checks = all_checks(quick, agrees, integrity_result)
     found: dict[int, list[Finding]] = {}
+    skipped: list[tuple[str, str]] = []
     for n in sorted(range(len(checks)), key=lambda n: _waits(checks[n])):
+        name = _name(checks[n])
+        if only is not None and name not in only:
+            skipped.append((name, f"not run on a schema newer than {SCHEMA_VERSION}"))
+            continue
         step(progress, check_name(checks[n]))
-        found[n] = list(checks[n](conn))
-    return [finding for n in range(len(checks)) for finding in found[n]]
+        try:
+            found[n] = list(checks[n](conn))
+        except (sqlite3.DatabaseError, DamagedDatabaseError) as exc:
+            skipped.append((name, "skipped: " + " ".join(str(exc).split())))
+    return [finding for n in range(len(checks)) for finding in found.get(n, [])], skipped
 
 
 def _snapshot_check(pool: ThreadPoolExecutor, path: Path, conn: sqlite3.Connection) -> Agreement | None:
@@ -271,22 +294,96 @@ def _snapshot_check(pool: ThreadPoolExecutor, path: Path, conn: sqlite3.Connecti
 
 
 def _quick_check_elsewhere(path: Path) -> list[Finding]:
-    with reading(path) as conn:
+    conn = open_read_connection(path)
+    try:
         return list(integrity(conn, quick=True))
+    finally:
+        conn.close()
 
 
-def check_file(path: Path, quick: bool = False, progress: Steps | None = None) -> list[Finding]:
-    """Check a database file on read-only connections, nothing written. The costly half runs in a
-    second thread while the other checks run here (sqlite3 lets go of the GIL): FTS5's integrity-check
-    on a private snapshot (full), or quick_check (--quick) on a connection of its own."""
-    with reading(path) as conn, ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-check") as pool:
+@dataclass(frozen=True)
+class CheckReport:
+    """The findings, the checks that could not run (name, why), notes that are not findings."""
+
+    findings: tuple[Finding, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    schema_newer: bool = False
+
+    @property
+    def damaged(self) -> bool:
+        return any(f.kind == "integrity" for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"problems": [f.as_dict() for f in self.findings],
+                "skipped": [{"check": name, "reason": why} for name, why in self.skipped],
+                "notes": list(self.notes), "damaged": self.damaged, "schema_newer": self.schema_newer,
+                "sqlite_version": sqlite_version()}
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    try:
+        return read_version(conn)
+    except sqlite3.DatabaseError:
+        return None  # a damaged schema_version table: `integrity` names it
+
+
+def check_report(path: Path, quick: bool = False, progress: Steps | None = None) -> CheckReport:
+    """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
+    written and nothing is left beside it. A newer schema gets the file-level checks only."""
+    require_database_file(path)
+    report, again = _check_once(path, quick, progress)
+    if again:  # a writer opened the file during an immutable look: what looked damaged is checked again
+        report, _again = _check_once(path, quick, progress)
+    return report
+
+
+def _check_once(path: Path, quick: bool, progress: Steps | None) -> tuple[CheckReport, bool]:
+    try:
+        conn = open_read_connection(path)
+    except DamagedDatabaseError as exc:
+        return _unreadable(exc), False
+    try:
+        if not {"sessions", "messages"} <= object_names(conn, "table"):
+            raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
+        version = _version(conn)
+        refuse_newer(path, version, allow_newer=True)
+        newer = version is not None and version > SCHEMA_VERSION
+        findings, skipped = _run_in_two_threads(path, conn, quick, progress, newer)
+        report = CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
+        return report, report.damaged and writer_arrived(conn, path)
+    finally:
+        conn.close()
+
+
+def _run_in_two_threads(path: Path, conn: sqlite3.Connection, quick: bool, progress: Steps | None,
+                        newer: bool) -> tuple[list[Finding], list[tuple[str, str]]]:
+    """The costly half runs in a second thread while the other checks run here (sqlite3 lets go of the
+    GIL): FTS5's integrity-check on a private snapshot (full), or quick_check (--quick) on a connection
+    of its own. A newer schema gets only the file-level checks, here."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-check") as pool:
         agrees, elsewhere = None, None
-        if quick:
+        if not newer and quick:
             elsewhere = pool.submit(_quick_check_elsewhere, path).result
-        else:
+        elif not newer:
             agrees = _snapshot_check(pool, path, conn)
         conn.execute("BEGIN")  # one snapshot while other processes keep writing
         try:
-            return run_checks(conn, quick, agrees, progress, elsewhere)
+            return run_checks(conn, quick, agrees, progress, elsewhere,
+                              ("integrity", "foreign_keys") if newer else None)
         finally:
             conn.execute("ROLLBACK")
+
+
+def _unreadable(exc: DamagedDatabaseError) -> CheckReport:
+    """SQLite cannot read the file's schema at all (page 1 destroyed, a truncated file): one finding."""
+    finding = Finding("integrity", f"sqlite_master is damaged (canonical data, the rows only this file holds): "
+                                   f"SQLite cannot read the schema ({exc.detail}); `recover` reads the pages", (),
+                      "sqlite_master", "canonical")
+    skipped = tuple((_name(c), "skipped: the schema cannot be read") for c in all_checks() if _name(c) != "integrity")
+    return CheckReport((finding,), skipped, tuple(sqlite_notes()), False)
+
+
+def check_file(path: Path, quick: bool = False, progress: Steps | None = None) -> list[Finding]:
+    """The findings of `check_report` (nothing is written)."""
+    return list(check_report(path, quick, progress).findings)

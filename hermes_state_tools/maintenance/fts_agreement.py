@@ -28,8 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
+from hermes_state_tools.errors import HermesStateError
+from hermes_state_tools.store.opening import open_read_connection
 
 DOCSIZE = f"{FTS_TABLE}_docsize"
 _INDEX_VOCAB = "temp.hst_audit_index_vocab"
@@ -126,7 +127,7 @@ def snapshot_agrees(path: Path) -> bool | None:
     os.close(fd)
     try:
         return _check_copy(path, Path(name))
-    except (sqlite3.Error, OSError):
+    except (sqlite3.Error, OSError, HermesStateError):
         return None
     finally:
         for leftover in (name, name + "-journal"):
@@ -144,14 +145,13 @@ def _wal_size(path: Path) -> int:
 
 
 def _check_copy(path: Path, copy: Path) -> bool | None:
-    source = connect(path, readonly=True)
+    source = open_read_connection(path)  # leaves nothing beside the file, as every read does
     try:
         dest = sqlite3.connect(str(copy), isolation_level=None, check_same_thread=False)
         try:
             dest.execute("PRAGMA journal_mode=OFF")  # a throwaway copy: no journal, no fsync
             dest.execute("PRAGMA synchronous=OFF")
             source.backup(dest)
-            source.close()
             return integrity_check(dest)
         finally:
             dest.close()

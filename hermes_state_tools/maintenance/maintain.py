@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.steps import Steps, step
-from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.errors import DAMAGED_REFUSAL
+from hermes_state_tools.maintenance.checks import check_report
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import file_bytes, free_bytes, optimize_fts, vacuum_now, worth_vacuuming
 from hermes_state_tools.search import trigram
-from hermes_state_tools.store.opening import writing
+from hermes_state_tools.store.opening import reading, writing
 from hermes_state_tools.tables import extras
 
 
@@ -19,14 +20,18 @@ def maintain_file(path: Path, progress: Steps | None = None) -> dict[str, Any]:
     """The scheduled job: check, repair what is safe, optimize FTS, vacuum when the free space is worth it.
 
     One check on a healthy file; a second only after a repair changed something."""
-    problems = tuple(check_file(path, progress=progress))  # first: it refuses a missing, foreign or newer file
+    with reading(path):
+        pass  # first: it refuses a missing, foreign or newer file
+    checked = check_report(path, progress=progress)
+    problems = checked.findings
     before = file_bytes(path)
     report: dict[str, Any] = {"check": {"ok": not problems, "problems": [f.as_dict() for f in problems]},
-                              "repairs": [], "unfixed": [f.as_dict() for f in problems],
+                              "skipped": checked.as_dict()["skipped"], "notes": list(checked.notes),
+                              "repairs": [], "unfixed": [f.as_dict() for f in problems], "damaged": checked.damaged,
                               "extra_rows_dropped": 0, "optimized": False, "vacuumed": False}
-    if any(f.kind == "integrity" for f in problems):
-        # Writing into a damaged b-tree can spread the damage: leave the file for a restore.
-        report["note"] = "the file fails integrity_check: nothing was written; restore a backup"
+    if checked.damaged:
+        # Writing into a damaged b-tree can spread the damage: nothing is written (the CLI exits 65).
+        report["note"] = DAMAGED_REFUSAL + " (or `repair` when only derived data is damaged)"
     else:
         if problems:
             repaired = repair_file(path, problems=problems, progress=progress)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from hermes_state_tools.store.opening import reading, writing
+from hermes_state_tools.core.reports import Report
+from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
 
 
@@ -21,16 +21,29 @@ class PrunePlan:
     messages: int
 
 
-def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PruneReport(Report):
+    """What a prune deleted (or, on a dry run, would delete)."""
+
+    sessions_deleted: int
+    messages_deleted: int
+    dry_run: bool
+    older_than_days: float
+    source: str | None
+    session_ids: tuple[str, ...]
+    ok: bool = True
+
+
+def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: bool) -> PruneReport:
     """The prune report; `ids` are the sessions deleted (or that would be, on a dry run)."""
-    return {"ok": True, "sessions_deleted": len(ids), "messages_deleted": messages, "dry_run": dry_run,
-            "older_than_days": plan.older_than_days, "source": plan.source, "session_ids": list(ids)}
+    return PruneReport(len(ids), messages, dry_run, plan.older_than_days, plan.source, tuple(ids))
 
 
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
-               confirm: Callable[[PrunePlan], None] | None = None) -> dict[str, Any]:
+               confirm: Callable[[PrunePlan], None] | None = None) -> PruneReport:
     """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction."""
     with reading(path) as conn:
+        prove_sound(path)  # a damaged file is refused even when there is nothing to delete
         ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
         plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids))
     if dry_run:

@@ -1,12 +1,14 @@
 """`repair`: one idempotent fix per finding kind, all in one write transaction, then the checks again.
 
 Nothing is deleted: messages whose session is gone get a placeholder session, broken parent
-links become NULL, duplicate titles are renamed. Damage to the file itself (`integrity`) has
-no fix here; it is reported as unfixed (restore a backup).
+links become NULL, duplicate titles are renamed. Damage to the file itself (`integrity`) in
+derived data is fixed by rebuilding the file (maintenance/recover.py); in canonical data it is
+refused (DamagedDatabaseError): `recover` salvages what is readable into a new file.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable
@@ -16,9 +18,11 @@ from typing import Any
 
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
 from hermes_state_tools.core.steps import Steps, step
+from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
+from hermes_state_tools.maintenance.recover import rebuild_in_place
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
-from hermes_state_tools.store.opening import writing
+from hermes_state_tools.store.opening import reading, writing
 from hermes_state_tools.tables import counters, foreign_rows, fts, lineage, titles
 from hermes_state_tools.upgrade import steps
 
@@ -215,18 +219,50 @@ def _dry_run(path: Path, problems: tuple[Finding, ...], progress: Steps | None) 
     return RepairReport(problems, done.changes, done.unfixed, True)
 
 
+def _rebuild_change(doc: dict[str, Any], damaged: list[Finding]) -> Change:
+    names = ", ".join(sorted({f.object or "?" for f in damaged}))
+    return Change("integrity", "rebuilt_file", f"rebuilt the file around damaged derived data ({names}): "
+                  f"{doc['sessions_recovered']} sessions and {doc['messages_recovered']} messages copied "
+                  "exactly, indexes and search index recreated; the original is kept beside it as "
+                  "<name>.pre-repair-<timestamp> (the report's `backup`)")
+
+
+def _repair_damage(path: Path, problems: tuple[Finding, ...], dry_run: bool) -> RepairReport:
+    """Damage to derived data only (indexes, the FTS index, a duplicated schema entry): the file is
+    rebuilt (SQLite cannot drop or reindex a destroyed b-tree), then the other findings are fixed on
+    the new file. Damage to canonical rows is refused: `recover` salvages them into a new file."""
+    damaged = [f for f in problems if f.kind == "integrity"]
+    canonical = sorted({f.object or "?" for f in damaged if f.data != "derived"})
+    if canonical:
+        raise DamagedDatabaseError(path, f"canonical data is damaged ({', '.join(canonical)}); "
+                                         "repair cannot bring it back")
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix="hermes-state-repair-") as scratch:
+            copy = Path(scratch) / path.name
+            shutil.copyfile(path, copy)
+            wal = path.with_name(path.name + "-wal")
+            if wal.exists():
+                shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+            done = _repair_damage(copy, problems, False)
+        return RepairReport(problems, done.changes, done.unfixed, True)
+    doc = rebuild_in_place(path)
+    rest = repair_file(path)
+    return RepairReport(problems, (_rebuild_change(doc, damaged), *rest.changes), rest.unfixed, False, doc["backup"])
+
+
 def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...] | None = None,
                 progress: Steps | None = None) -> RepairReport:
     """Check (unless findings are given), fix them in one transaction (on a copy for a dry run), check again.
 
     Healthy: one check and no write lock. The check runs again only when a fix ran."""
+    with reading(path):
+        pass  # refuses a missing, foreign or newer file (a newer schema is never written)
     problems = tuple(check_file(path, progress=progress)) if problems is None else problems
     if not problems:
         return RepairReport((), (), (), dry_run)  # healthy: no write lock taken at all
     kinds = {finding.kind for finding in problems}
     if "integrity" in kinds:
-        # Writing into a damaged b-tree can spread the damage: nothing is touched; restore a backup.
-        return RepairReport(problems, (), problems, dry_run)
+        return _repair_damage(path, problems, dry_run)
     if dry_run:
         return _dry_run(path, problems, progress)
     backup = None

@@ -10,7 +10,8 @@ from pathlib import Path
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
-from hermes_state_tools.store.opening import open_store, schema_change_pending
+from hermes_state_tools.store.files import remove_stale_temps
+from hermes_state_tools.store.opening import open_store, prove_sound, schema_change_pending
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     needed = schema_change_pending(path)  # refuses a missing, foreign or newer file first
+    remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
+    prove_sound(path)  # before the backup: a damaged file is refused (65), no .bak made of it
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="hermes-state-dry-run-") as scratch:
             copy = Path(scratch) / path.name

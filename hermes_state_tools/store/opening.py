@@ -6,14 +6,30 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from hermes_state_tools.core import paths
-from hermes_state_tools.core.connection import WriteRunner, connect, looks_like_sqlite, read_only_peek, retry_on_lock
+from hermes_state_tools.core.connection import (
+    WriteRunner,
+    connect,
+    is_corrupt,
+    is_io_error,
+    is_lock_error,
+    looks_like_sqlite,
+    retry_on_lock,
+)
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names, read_version
-from hermes_state_tools.errors import DatabaseLockedError, NotAHermesDatabaseError, SchemaTooNewError
+from hermes_state_tools.errors import (
+    DamagedDatabaseError,
+    DatabaseLockedError,
+    NotAHermesDatabaseError,
+    SchemaTooNewError,
+    StorageIOError,
+)
+from hermes_state_tools.store.files import remove_stale_temps
+from hermes_state_tools.store.read_open import ReadConnection, open_for_reading, writer_arrived
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
 
@@ -33,43 +49,89 @@ def require_database_file(path: Path) -> None:
         raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
 
 
+def map_open_error(path: Path, exc: sqlite3.Error) -> Exception:
+    """The library error for an sqlite3 error met while opening `path` to read it."""
+    if is_lock_error(exc):
+        return DatabaseLockedError(f"{path}: database is locked ({exc})")
+    if is_corrupt(exc):
+        return DamagedDatabaseError(path, " ".join(str(exc).split()))
+    if is_io_error(exc):
+        return StorageIOError(f"{path}: {exc}")
+    return NotAHermesDatabaseError(f"{path}: unreadable database ({exc})")
+
+
+def open_read_connection(path: Path) -> ReadConnection:
+    """A read-only connection that leaves no file beside `path` (see read_open), errors mapped."""
+    try:
+        return open_for_reading(path)
+    except sqlite3.Error as exc:
+        raise map_open_error(path, exc) from exc
+
+
 def peek_version(path: Path) -> int | None:
     """The stored schema version, read without any chance of changing the file (None: no file or no row)."""
     if not path.exists() or path.stat().st_size == 0:
         return None
     if not path.is_file() or not looks_like_sqlite(path):
         raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
-    return read_only_peek(path, read_version)
+    conn = open_read_connection(path)
+    try:
+        return read_version(conn)
+    except sqlite3.Error as exc:
+        raise map_open_error(path, exc) from exc
+    finally:
+        conn.close()
 
 
-def refuse_newer(path: Path, version: int | None) -> None:
-    """The newer-schema rule: a file written by a newer Hermes is never touched by this tool."""
-    if version is not None and version > SCHEMA_VERSION:
+# Who hears that a newer schema is being read (the CLI prints one warning line); set per invocation.
+_newer_schema_listener: Callable[[Path, int], None] | None = None
+
+
+def on_newer_schema(listener: Callable[[Path, int], None] | None) -> None:
+    """Register the one callback told when a read command reads a file of a newer schema."""
+    global _newer_schema_listener
+    _newer_schema_listener = listener
+
+
+def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) -> None:
+    """The newer-schema rule: a file written by a newer Hermes is never written by this tool.
+
+    Reading it is allowed where the caller says so (`allow_newer`): every later schema keeps the
+    v6 columns, which is all a read command uses; the listener is told once per file.
+    """
+    if version is None or version <= SCHEMA_VERSION:
+        return
+    if not allow_newer:
         raise SchemaTooNewError(path, version, SCHEMA_VERSION)
+    if _newer_schema_listener is not None:
+        _newer_schema_listener(path, version)
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection to an existing file holding the Hermes tables (any version)."""
     require_database_file(path)
+    conn = open_read_connection(path)
     try:
-        conn = connect(path, readonly=True)
         tables = object_names(conn, "table")
     except sqlite3.DatabaseError as exc:
-        raise NotAHermesDatabaseError(f"{path}: unreadable database ({exc})") from exc
+        conn.close()
+        raise map_open_error(path, exc) from exc
     if not {"sessions", "messages"} <= tables:
         conn.close()
         raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
     return conn
 
 
-def open_supported(path: Path) -> tuple[sqlite3.Connection, int | None]:
+def open_supported(path: Path, allow_newer: bool = False) -> tuple[sqlite3.Connection, int | None]:
     """A read-only connection to an existing Hermes database of a supported schema, with its version."""
     # The version is read first by a look that leaves no -wal/-shm behind, so a newer file keeps every byte.
-    refuse_newer(path, peek_version(path))
+    require_database_file(path)
+    if not allow_newer:
+        refuse_newer(path, peek_version(path))
     conn = open_readonly(path)
     try:
         version = read_version(conn)
-        refuse_newer(path, version)
+        refuse_newer(path, version, allow_newer=allow_newer)
     except BaseException:
         conn.close()
         raise
@@ -77,20 +139,60 @@ def open_supported(path: Path) -> tuple[sqlite3.Connection, int | None]:
 
 
 @contextmanager
-def reading(path: Path) -> Iterator[sqlite3.Connection]:
-    """Open an existing supported database to look: read-only, never created, closed afterwards."""
-    conn, _version = open_supported(path)
+def reading(path: Path, allow_newer: bool = False) -> Iterator[sqlite3.Connection]:
+    """Open an existing database to look: read-only, never created, nothing left beside it, closed
+    afterwards. A newer schema is refused unless `allow_newer` (read commands)."""
+    conn, _version = open_supported(path, allow_newer)
     try:
         yield conn
     finally:
         conn.close()
 
 
+def damage_found(conn: sqlite3.Connection) -> str | None:
+    """Why the file on `conn` is not sound (None: it is): a duplicated sqlite_master entry, a
+    quick_check line, or the SQLITE_CORRUPT error quick_check raised on a destroyed table page."""
+    if isinstance(conn, ReadConnection) and conn.schema_damaged:
+        return conn.schema_damaged
+    try:
+        twice = conn.execute("SELECT type, name FROM sqlite_master GROUP BY type, name HAVING COUNT(*) > 1").fetchone()
+        if twice is not None:
+            return f"sqlite_master holds the {twice[0]} {twice[1]} more than once"
+        lines = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+    except sqlite3.DatabaseError as exc:
+        if is_corrupt(exc):
+            return " ".join(str(exc).split())
+        raise
+    return None if lines == ["ok"] else " ".join(lines[0].split())[:200]
+
+
+def prove_sound(path: Path) -> None:
+    """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
+    else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
+    require_database_file(path)
+    for _attempt in range(2):
+        conn = open_read_connection(path)
+        try:
+            problem = damage_found(conn)
+            again = problem is not None and writer_arrived(conn, path)
+        except sqlite3.Error as exc:
+            raise map_open_error(path, exc) from exc
+        finally:
+            conn.close()
+        if not again:
+            break
+    if problem is not None:
+        raise DamagedDatabaseError(path, problem)
+
+
 @contextmanager
 def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
-    """Open an existing supported database to maintain it: writable, with its write runner, never upgraded."""
+    """Open an existing supported, sound database to maintain it: writable, with its write runner,
+    never upgraded."""
     with reading(path):
         pass  # refuses a missing, foreign or newer file before anything opens it for writing
+    remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
+    prove_sound(path)
     conn, runner = open_writable(path, threading.RLock())
     try:
         yield conn, runner
@@ -107,6 +209,7 @@ def schema_change_pending(path: Path) -> bool:
 def open_writable(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner]:
     """A WAL-mode read-write connection on a 0600 file, foreign keys enforced."""
     paths.create_private_file(path)
+    existed = [side.exists() for side in paths.sidecar_paths(path)]
     conn = connect(path)
     try:
         retry_on_lock(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
@@ -116,15 +219,29 @@ def open_writable(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise NotAHermesDatabaseError(f"{path}: {exc}") from exc
+        _remove_new_empty_sidecars(path, existed)
+        raise map_open_error(path, exc) from exc  # a full disk is 74, damage 65, else not a database
     paths.tighten_permissions(path)
     return conn, WriteRunner(conn, lock)
+
+
+def _remove_new_empty_sidecars(path: Path, existed: list[bool]) -> None:
+    """A failed open (a full disk: the -shm could not grow) leaves the -wal/-shm it just created; with
+    the -wal empty they hold nothing, and a stray -shm would fail every later reader."""
+    wal, shm = paths.sidecar_paths(path)
+    if existed[0] or (wal.exists() and wal.stat().st_size):
+        return
+    wal.unlink(missing_ok=True)
+    if not existed[1]:
+        shm.unlink(missing_ok=True)
 
 
 def open_store(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
     """Open (creating if needed) and bring the schema to v6, one transaction per step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     refuse_newer(path, peek_version(path))
+    if path.exists() and path.stat().st_size:
+        prove_sound(path)
     conn, runner = open_writable(path, lock)
     try:
         report = bring_up_to_date(conn, runner.run)

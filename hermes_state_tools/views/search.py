@@ -23,7 +23,7 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
                   limit: int = 20) -> dict[str, Any]:
     """The results, and `ranked_among`: None when every match was ranked, else how many of the newest
     matches were (the query matched more: a common word)."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         if missing_objects(conn):
             raise SearchIndexMissingError(
                 f"{path}: the search index (messages_fts) or its triggers are missing; "

@@ -97,7 +97,7 @@ def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any
 
 def list_page(path: Path, source: str | None = None, limit: int = 20) -> dict[str, Any]:
     """One page of `list_sessions` and how many top-level conversations there are in all."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         require_sources(conn, [source] if source else None)
         items = session_list.list_rich(conn, source=source, limit=limit)
         where, params = ("AND source = ?", [source]) if source else ("", [])
@@ -109,7 +109,7 @@ def list_page(path: Path, source: str | None = None, limit: int = 20) -> dict[st
 def show_session(path: Path, id_or_prefix: str) -> dict[str, Any]:
     """One session's row and its messages in order, each with the extra data an import kept
     (`mirror`: the message was copied from another platform's conversation)."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         session_id = resolve(conn, id_or_prefix)
         found = messages.get_all(conn, session_id)
         kept = extras.message_extras(conn, session_id) if extras.present(conn) else {}
@@ -131,7 +131,7 @@ def _summary(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
 
 def session_lineage(path: Path, id_or_prefix: str) -> dict[str, Any]:
     """Ancestors (nearest first; `root_id` the top) and descendants (with depth); bounded, cycle-safe."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         session_id = resolve(conn, id_or_prefix)
         up = lineage.ancestors(conn, session_id)
         down = lineage.descendants(conn, session_id)
@@ -166,7 +166,7 @@ def _grouped(conn: sqlite3.Connection, column: str) -> list[dict[str, Any]]:
 
 def usage_stats(path: Path) -> dict[str, Any]:
     """Sessions, messages, tokens and cost: in total, by model and by source."""
-    with reading(path) as conn:
+    with reading(path, allow_newer=True) as conn:
         conn.execute("BEGIN")  # the three totals from one snapshot
         try:
             totals = dict(conn.execute(f"SELECT {_sums(conn)} {_WITH_MESSAGE_COUNTS}").fetchone())

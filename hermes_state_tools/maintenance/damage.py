@@ -1,0 +1,148 @@
+"""Where a file is damaged, and whether what is damaged is canonical data or derived from it.
+
+Canonical: the rows only this file holds (`sessions`, `messages`, `schema_version`,
+`sqlite_sequence`, and any other table, such as the toolkit's extras). Derived: what can be
+rebuilt from them (every index, the FTS index `messages_fts*`, a duplicated schema entry).
+
+Measured on SQLite 3.40.1: a destroyed page shows as `pagetype = 'corrupted'` in `dbstat`,
+which names the b-tree exactly; `quick_check`/`integrity_check` list index damage but *raise*
+SQLITE_CORRUPT on a destroyed table page, so they are iterated (keeping the lines before the
+error) and, when they raise, run per table to name the damaged ones.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+
+from hermes_state_tools.core.connection import is_corrupt
+from hermes_state_tools.store.read_open import ReadConnection
+
+CANONICAL_TABLES = frozenset({"sessions", "messages", "schema_version", "sqlite_sequence"})
+_MAX_LINES = 100
+_PAGE = re.compile(r"(?:Page|On tree page|page) (\d+)")
+_NAMED = re.compile(r"(?:index|in) ([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One damaged object: its name, 'canonical' or 'derived', and what SQLite said about it."""
+
+    name: str
+    data: str
+    detail: str
+
+
+def _objects(conn: sqlite3.Connection) -> dict[str, str]:
+    return {row[0]: row[1] for row in conn.execute("SELECT name, type FROM sqlite_master")}
+
+
+def classify(name: str, objects: dict[str, str]) -> str:
+    """'derived' for indexes and the FTS index (rebuilt from the rows), else 'canonical'."""
+    if name.startswith("messages_fts") or objects.get(name) == "index" or name.startswith("sqlite_autoindex_"):
+        return "derived"
+    return "canonical"
+
+
+def duplicated_entries(conn: sqlite3.Connection) -> list[Damage]:
+    """sqlite_master rows present twice (readable only on a writable_schema connection)."""
+    rows = conn.execute("SELECT type, name, COUNT(*) FROM sqlite_master GROUP BY type, name HAVING COUNT(*) > 1")
+    return [Damage(name, "derived" if name.startswith("messages_fts") else "canonical",
+                   f"sqlite_master holds {count} entries for the {kind} {name}") for kind, name, count in rows]
+
+
+def corrupted_pages(conn: sqlite3.Connection) -> dict[str, list[int]]:
+    """b-tree name -> destroyed page numbers, from dbstat (empty when dbstat is unavailable)."""
+    try:
+        rows = conn.execute("SELECT name, pageno FROM dbstat WHERE pagetype = 'corrupted' ORDER BY name, pageno")
+        out: dict[str, list[int]] = {}
+        for name, page in rows:
+            out.setdefault(name, []).append(page)
+        return out
+    except sqlite3.DatabaseError:
+        return {}
+
+
+def _lines(conn: sqlite3.Connection, sql: str) -> tuple[list[str], str | None]:
+    """The lines a check pragma returns, split, and the error that stopped it (if any)."""
+    lines: list[str] = []
+    try:
+        for (text,) in conn.execute(sql):
+            lines += [line for line in str(text).split("\n") if line and line != "ok"]
+    except sqlite3.DatabaseError as exc:
+        if not is_corrupt(exc):
+            raise
+        return lines, " ".join(str(exc).split())
+    return lines, None
+
+
+def _owner(conn: sqlite3.Connection, line: str, objects: dict[str, str]) -> str | None:
+    for name in _NAMED.findall(line):
+        if name in objects:
+            return str(name)
+    match = _PAGE.search(line)
+    if match:
+        try:
+            row = conn.execute("SELECT name FROM dbstat WHERE pageno = ?", (int(match.group(1)),)).fetchone()
+        except sqlite3.DatabaseError:
+            row = None
+        return str(row[0]) if row else None
+    return None
+
+
+def _rows_readable(conn: sqlite3.Connection, table: str) -> bool:
+    """A full scan of the table's own b-tree (no index) reads every row."""
+    try:
+        conn.execute(f'SELECT COUNT(*) FROM (SELECT * FROM "{table}" NOT INDEXED)').fetchone()
+        return True
+    except sqlite3.DatabaseError as exc:
+        if not is_corrupt(exc):
+            raise
+        return False
+
+
+def _per_table(conn: sqlite3.Connection, pragma: str, objects: dict[str, str]) -> list[Damage]:
+    """Run the check on each table (with its indexes) when the whole-file check raised."""
+    found = []
+    for table in sorted(n for n, t in objects.items() if t == "table"):
+        lines, error = _lines(conn, f'PRAGMA {pragma}("{table}")')
+        if not lines and error is None:
+            continue
+        what = error or lines[0]
+        if _rows_readable(conn, table):
+            found.append(Damage(f"an index of {table}", "derived", what))
+        else:
+            found.append(Damage(table, classify(table, objects), what))
+    return found
+
+
+def diagnose(conn: sqlite3.Connection, quick: bool = False) -> list[Damage]:
+    """Every damaged object of the file on `conn`, each once, canonical ones first."""
+    pragma = "quick_check" if quick else "integrity_check"
+    if isinstance(conn, ReadConnection) and conn.schema_damaged:
+        found = duplicated_entries(conn) or [Damage("sqlite_master", "canonical", conn.schema_damaged)]
+    else:
+        found = duplicated_entries(conn)
+    objects = _objects(conn)
+    for name, pages in corrupted_pages(conn).items():
+        shown = ", ".join(map(str, pages[:5])) + (f", ... ({len(pages)} pages)" if len(pages) > 5 else "")
+        found.append(Damage(name, classify(name, objects), f"page {shown} destroyed"))
+    lines, error = _lines(conn, f"PRAGMA {pragma}({_MAX_LINES})")
+    for line in lines:
+        owner = _owner(conn, line, objects)
+        found.append(Damage(owner or "file structure", classify(owner, objects) if owner else "derived", line))
+    if error is not None and not any(d.name in objects for d in found):
+        found += _per_table(conn, pragma, objects) or [Damage("unknown", "canonical", error)]
+    return _merge(found)
+
+
+def _merge(found: list[Damage]) -> list[Damage]:
+    """One entry per object (its first detail); canonical damage first."""
+    seen: dict[str, Damage] = {}
+    for damage in found:
+        seen.setdefault(damage.name, damage)
+    pages_only = {d.name for d in seen.values() if d.name == "file structure"}
+    if pages_only and len(seen) > 1:
+        seen.pop("file structure")  # 'Page N is never used' follows from a destroyed tree already named
+    return sorted(seen.values(), key=lambda d: (d.data != "canonical", d.name))

@@ -1,0 +1,81 @@
+"""`recover DEST` and the file rebuild behind `repair` of derived damage (see salvage.py)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from hermes_state_tools.core.paths import create_private_file
+from hermes_state_tools.errors import DatabaseInUseError, DestinationExistsError
+from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
+from hermes_state_tools.store.files import (
+    dated_name,
+    others_have_open,
+    place,
+    remove_stale_temps,
+    remove_with_sidecars,
+    swap_in,
+    temp_beside,
+)
+from hermes_state_tools.store.opening import require_database_file
+
+
+def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[SalvageReport, Path]:
+    """The verified rebuilt file under its temporary name beside `dest`; nothing left on failure."""
+    remove_stale_temps(dest.parent)
+    tmp, workdir = temp_beside(dest, purpose), temp_beside(dest, "snap")
+    remove_with_sidecars(tmp)
+    try:
+        create_private_file(tmp)  # conversations: owner-only (0600), like the store itself
+        return rebuild_into(source, tmp, workdir, exact=exact), tmp
+    except BaseException:
+        remove_with_sidecars(tmp)
+        raise
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _to_wal(path: Path) -> None:
+    """The rebuilt file in WAL mode, as Hermes keeps its store (the -wal goes away on close)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+    finally:
+        conn.close()
+
+
+def recover_file(source: Path, dest: Path) -> dict[str, Any]:
+    """Salvage every readable session and message of `source` into a new verified v6 file at `dest`.
+
+    `source` is only read (no -wal/-shm created); `dest` must not exist and appears only complete.
+    """
+    require_database_file(source)
+    if dest.exists():
+        raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    report, tmp = _rebuild(source, dest, "recover", exact=False)
+    try:
+        place(tmp, dest)
+    finally:
+        remove_with_sidecars(tmp)
+    return {"ok": True, "path": str(dest), "complete": report.complete, **report.as_dict()}
+
+
+def rebuild_in_place(db: Path) -> dict[str, Any]:
+    """repair of derived damage: every canonical row copied exactly into a fresh file beside `db`,
+    schema, indexes and FTS created there, verified, then swapped in; the original (with its -wal)
+    kept as `<db>.pre-repair-<timestamp>`. Refuses while another process has `db` open."""
+    if others_have_open(db):
+        raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run repair")
+    report, tmp = _rebuild(db, db, "repair", exact=True)
+    try:
+        _to_wal(tmp)
+        if others_have_open(db):  # again, right before the swap
+            raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed; re-run repair")
+        aside = dated_name(db, "pre-repair")
+        swap_in(db, tmp, aside)
+    finally:
+        remove_with_sidecars(tmp)
+    return {"backup": str(aside), **report.as_dict()}

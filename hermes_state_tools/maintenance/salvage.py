@@ -1,0 +1,372 @@
+"""Rebuilding a database into a fresh file: `recover` (salvage what a damaged file still holds) and
+`repair` of derived damage (the same rebuild, exact, swapped in place of the original).
+
+SQLite refuses DROP INDEX, REINDEX and DROP TABLE on a b-tree whose pages are destroyed, so damage
+is never fixed in place: the canonical rows are read around the damage (salvage_read, then the
+leaf-page scan for rows under a destroyed interior page), written into a new v6 file built beside
+the destination under a temporary name, the indexes and the FTS index created there, the result
+verified, and only then put in place (store/files.py). The source is only ever read.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_state_tools.core.connection import is_corrupt
+from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema
+from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
+from hermes_state_tools.maintenance import page_scan
+from hermes_state_tools.maintenance.damage import CANONICAL_TABLES
+from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
+from hermes_state_tools.store.read_open import ReadConnection, open_checked, snapshot
+from hermes_state_tools.tables import fts
+
+PLACEHOLDER_SOURCE = "unknown"
+PLACEHOLDER_END_REASON = "recovered"
+_INSERT_TRIGGER = "messages_fts_insert"
+
+
+@dataclass
+class SalvageReport:
+    """What came back from the source and what could not be read."""
+
+    source: str
+    sessions_recovered: int = 0
+    messages_recovered: int = 0
+    sessions_lost: int = 0  # session rowids that could not be read
+    sessions_lost_ids: list[str] = field(default_factory=list)  # their ids, where an index still knows them
+    messages_lost: int = 0
+    messages_lost_ranges: list[tuple[int, int]] = field(default_factory=list)
+    placeholder_sessions: list[str] = field(default_factory=list)
+    rows_from_page_scan: int = 0
+    rows_rejected: int = 0  # read, but not a valid row (garbage that decoded, a duplicate id)
+    titles_cleared: int = 0
+    parents_cleared: int = 0
+    counters_recounted: int = 0
+    other_tables: list[str] = field(default_factory=list)
+    other_tables_lost: list[str] = field(default_factory=list)
+    schema_damage: str | None = None
+    schema_unreadable: bool = False  # SQLite could not read the schema: rows came from the pages alone
+    used_wal_snapshot: bool = False
+    verified: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Every canonical row came back as it was."""
+        return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
+                    or self.other_tables_lost or self.titles_cleared)
+
+    def as_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["messages_lost_ranges"] = [list(r) for r in self.messages_lost_ranges]
+        return doc
+
+
+@dataclass
+class _Source:
+    conn: ReadConnection
+    scan_path: Path  # the file whose pages hold every committed row (the snapshot when a WAL was copied)
+    snapshot_dir: Path | None
+
+
+def _open_source(source: Path, workdir: Path) -> _Source:
+    """Immutable when nothing waits in a WAL; else db + WAL copied into `workdir` and the copy read."""
+    wal = sidecar_paths(source)[0]
+    if wal.exists() and wal.stat().st_size > 0:
+        folder, copy = snapshot(source, workdir)
+        conn = open_checked(copy, "copy", True)
+        try:  # the private copy: its WAL folded into its main file, which the page scan reads
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.DatabaseError:
+            pass
+        src = _Source(conn, copy, folder)
+    else:
+        src = _Source(open_checked(source, "immutable", True), source, None)
+    src.conn.row_factory = None
+    src.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")  # undecodable text must not end a range
+    return src
+
+
+def _other_tables(conn: sqlite3.Connection) -> list[tuple[str, str, list[str]]]:
+    """(name, CREATE sql, CREATE sql of its indexes) of tables that are not Hermes' own (extras)."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                        "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
+    tables = [(name, sql) for kind, name, _t, sql in rows if kind == "table" and name not in CANONICAL_TABLES
+              and not name.startswith("messages_fts")]
+    return [(name, sql, [s for k, _n, t, s in rows if k == "index" and t == name]) for name, sql in tables]
+
+
+@dataclass
+class _Read:
+    sessions: TableRead
+    messages: TableRead
+    session_columns: list[str]
+    message_columns: list[str]
+    known: dict[str, dict[int, Any]]  # what the sessions indexes still hold: column -> rowid -> value
+    others: list[tuple[str, str, list[str], list[tuple[Any, ...]] | None]]
+    sequence: int | None
+
+
+def _sequence(conn: sqlite3.Connection) -> int | None:
+    try:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _read_others(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[tuple[Any, ...]] | None]]:
+    out = []
+    for name, sql, index_sql in _other_tables(conn):
+        try:
+            rows: list[tuple[Any, ...]] | None = conn.execute(f'SELECT * FROM "{name}" NOT INDEXED').fetchall()
+        except sqlite3.DatabaseError:
+            rows = None
+        out.append((name, sql, index_sql, rows))
+    return out
+
+
+def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
+    conn = src.conn
+    have = {t: {c for c, _d in table_info(conn, t)} for t in ("sessions", "messages")}
+    if not have["sessions"] or not have["messages"]:
+        raise NotAHermesDatabaseError("holds no Hermes schema (no sessions/messages tables)")
+    s_cols = [c for c in dest_columns["sessions"] if c in have["sessions"]]
+    m_cols = [c for c in dest_columns["messages"] if c in have["messages"]]
+    known = {column: index_values(conn, "sessions", index, column) for column, index in
+             (("id", "sqlite_autoindex_sessions_1"), ("source", "idx_sessions_source"),
+              ("started_at", "idx_sessions_started"))}
+    return _Read(read_table(conn, "sessions", s_cols), read_table(conn, "messages", m_cols), s_cols, m_cols,
+                 known, _read_others(conn), _sequence(conn))
+
+
+def _declared_default(decl: str) -> Any:
+    match = re.search(r"DEFAULT\s+('[^']*'|\S+)", decl, re.IGNORECASE)
+    return literal(match.group(1)) if match else None
+
+
+def _read_by_pages(path: Path, dest_columns: dict[str, list[str]], report: SalvageReport) -> _Read:
+    """When SQLite cannot read the schema at all (page 1 or sqlite_master destroyed, a truncated file):
+    every leaf page is decoded and rows of the shape of Hermes' sessions and messages (columns in
+    their schema order, older rows padded with the declared defaults) are kept."""
+    cells = page_scan.scan_table_leaves(path)
+    found: dict[str, TableRead] = {}
+    for table, plausible in (("sessions", page_scan.plausible_session), ("messages", page_scan.plausible_message)):
+        layout = TABLE_COLUMNS[table]
+        names = [c.name for c in layout]
+        rows = page_scan.candidates(cells, names, {c.name: _declared_default(c.decl) for c in layout}, plausible)
+        got = TableRead({rowid: {c: row.get(c) for c in dest_columns[table]} for rowid, row in rows.items()})
+        found[table] = got
+    if found["sessions"].rows:  # a session id twice (a stale copy on a leaf): the first one read is kept
+        unique: dict[str, int] = {}
+        for rowid, row in sorted(found["sessions"].rows.items()):
+            unique.setdefault(row["id"], rowid)
+        found["sessions"].rows = {r: found["sessions"].rows[r] for r in unique.values()}
+    for rowid, row in found["messages"].rows.items():
+        row["id"] = rowid
+    ids = sorted(found["messages"].rows)
+    # Only the gaps between ids that came back can be told; AUTOINCREMENT ids of deleted messages look alike.
+    found["messages"].lost = _ranges(sorted(set(range(ids[0], ids[-1] + 1)) - set(ids))) if ids else []
+    report.schema_unreadable = True
+    report.rows_from_page_scan = len(found["sessions"].rows) + len(ids)
+    empty: dict[str, dict[int, Any]] = {"id": {}, "source": {}, "started_at": {}}
+    return _Read(found["sessions"], found["messages"], dest_columns["sessions"], dest_columns["messages"], empty, [],
+                 None)
+
+
+def _from_pages(read: _Read, src: _Source, report: SalvageReport) -> None:
+    """Rows the b-tree no longer reaches, from the leaf pages, for the rowids still lost."""
+    cells = page_scan.scan_table_leaves(src.scan_path)
+    for table, columns, plausible in (("sessions", read.session_columns, page_scan.plausible_session),
+                                      ("messages", read.message_columns, page_scan.plausible_message)):
+        got: TableRead = getattr(read, table)
+        if not got.lost:
+            continue
+        info = table_info(src.conn, table)
+        found = page_scan.candidates(cells, [c for c, _d in info], dict(info), plausible)
+        lost = {r for a, b in got.lost for r in range(a, b + 1)}
+        for rowid in sorted(lost & found.keys()):
+            row = {c: found[rowid].get(c) for c in columns}
+            if table == "messages":
+                row["id"] = rowid
+            got.rows[rowid] = row
+            report.rows_from_page_scan += 1
+        got.lost = _ranges(sorted(lost - found.keys()))
+
+
+def _ranges(ids: list[int]) -> list[tuple[int, int]]:
+    """Sorted ids as (first, last) runs."""
+    out: list[tuple[int, int]] = []
+    for i in ids:
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+def _insert(dest: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
+    columns = list(row)
+    dest.execute(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})',
+                 [row[c] for c in columns])
+
+
+def _write_sessions(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: bool) -> None:
+    for row in read.sessions.rows.values():
+        try:
+            _insert(dest, "sessions", row)
+        except sqlite3.IntegrityError:
+            if exact or row.get("title") is None:
+                report.rows_rejected += 1
+                continue
+            _insert(dest, "sessions", {**row, "title": None})  # a title another session holds too
+            report.titles_cleared += 1
+    report.sessions_recovered = dest.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    lost = {r for a, b in read.sessions.lost for r in range(a, b + 1)}
+    report.sessions_lost = len(lost)
+    report.sessions_lost_ids = sorted(str(read.known["id"][r]) for r in lost if r in read.known["id"])
+
+
+def _write_messages(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
+    for row in read.messages.rows.values():
+        try:
+            _insert(dest, "messages", row)
+            report.messages_recovered += 1
+        except sqlite3.DatabaseError:
+            report.rows_rejected += 1
+    report.messages_lost_ranges = list(read.messages.lost)
+    report.messages_lost = sum(b - a + 1 for a, b in read.messages.lost)
+
+
+def _placeholders(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
+    """Messages whose session row was lost keep their rows under a placeholder session; its source and
+    start come from the sessions indexes where they still hold them."""
+    rowid_of = {value: rowid for rowid, value in read.known["id"].items()}
+    orphans = dest.execute("SELECT session_id, MIN(timestamp), MAX(timestamp) FROM messages m WHERE NOT EXISTS "
+                           "(SELECT 1 FROM sessions s WHERE s.id = m.session_id) GROUP BY session_id").fetchall()
+    for session_id, first, last in orphans:
+        rowid = rowid_of.get(session_id, 0)  # rowid 0: nothing known (sessions rowids start at 1)
+        source = read.known["source"].get(rowid) or PLACEHOLDER_SOURCE
+        started = read.known["started_at"].get(rowid) or first
+        dest.execute("INSERT INTO sessions (id, source, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?)",
+                     (session_id, source, started, last, PLACEHOLDER_END_REASON))
+        report.placeholder_sessions.append(session_id)
+
+
+def _normalize(dest: sqlite3.Connection, report: SalvageReport) -> None:
+    """recover only (repair keeps every canonical value): no link to a session that is not there, and
+    counters true to the messages that came back."""
+    report.parents_cleared = dest.execute(
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL "
+        "AND parent_session_id NOT IN (SELECT id FROM sessions)").rowcount
+    report.counters_recounted = dest.execute(
+        "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id) "
+        "WHERE message_count IS NOT (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)").rowcount
+
+
+def _write_others(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
+    for name, sql, index_sql, rows in read.others:
+        if rows is None:
+            report.other_tables_lost.append(name)
+            continue
+        dest.execute(sql)
+        if rows:
+            dest.executemany(f'INSERT INTO "{name}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
+        for statement in index_sql:
+            dest.execute(statement)
+        report.other_tables.append(name)
+
+
+def _sequence_floor(dest: sqlite3.Connection, read: _Read) -> None:
+    """AUTOINCREMENT stays past every id ever handed out, the lost ones too."""
+    highest = max([dest.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0], read.sequence or 0,
+                   *(b for _a, b in read.messages.lost)])
+    dest.execute("DELETE FROM sqlite_sequence WHERE name = 'messages'")
+    dest.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", (highest,))
+
+
+def _columns(dest: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in dest.execute(f"PRAGMA table_info({table})")]
+
+
+def _build(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: bool) -> None:
+    dest.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")  # the FTS index is built once, at the end
+    dest.execute("BEGIN")
+    _write_sessions(dest, read, report, exact)
+    _write_messages(dest, read, report)
+    if not exact:  # repair leaves orphans to its own placeholder fix, which reports each one
+        _placeholders(dest, read, report)
+        _normalize(dest, report)
+    _sequence_floor(dest, read)
+    _write_others(dest, read, report)
+    dest.execute("COMMIT")
+    dest.execute(TRIGGERS[_INSERT_TRIGGER])
+    fts.rebuild(dest)
+
+
+def verify_rebuilt(dest: sqlite3.Connection, path: Path, report: SalvageReport, check_links: bool) -> None:
+    """The new file must pass integrity_check, the FTS integrity-check, (for recover) the foreign
+    key check, and hold exactly the rows written."""
+    problems = [row[0] for row in dest.execute("PRAGMA integrity_check")]
+    if problems != ["ok"]:
+        raise DamagedDatabaseError(path, f"the rebuilt file failed integrity_check: {problems[0]}")
+    if check_links and dest.execute("PRAGMA foreign_key_check").fetchall():
+        raise DamagedDatabaseError(path, "the rebuilt file failed foreign_key_check")
+    dest.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    if dest.execute("SELECT COUNT(*) FROM messages").fetchone()[0] != report.messages_recovered:
+        raise DamagedDatabaseError(path, "the rebuilt file does not hold the messages written")
+    report.verified = True
+
+
+def _rebuild_from_pages(source: Path, tmp: Path, report: SalvageReport) -> SalvageReport:
+    dest = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        create_schema(dest)
+        read = _read_by_pages(source, {t: _columns(dest, t) for t in ("sessions", "messages")}, report)
+        if not read.sessions.rows and not read.messages.rows:
+            raise DamagedDatabaseError(source, "no session or message could be read from it")
+        _build(dest, read, report, False)
+        verify_rebuilt(dest, tmp, report, check_links=True)
+    finally:
+        dest.close()
+    return report
+
+
+def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> SalvageReport:
+    """Read every canonical row `source` still holds and write a verified v6 file at `tmp` (a
+    self-contained rollback-journal file, ready to be renamed). `exact` (repair): every row must
+    come back as it was, or DamagedDatabaseError and `tmp` removed."""
+    report = SalvageReport(str(source))
+    try:
+        src = _open_source(source, workdir)
+        table_info(src.conn, "sessions")
+    except sqlite3.DatabaseError as exc:
+        if exact or not is_corrupt(exc):
+            raise
+        return _rebuild_from_pages(source, tmp, report)
+    try:
+        report.schema_damage, report.used_wal_snapshot = src.conn.schema_damaged, src.snapshot_dir is not None
+        dest = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            create_schema(dest)
+            read = _read_source(src, {t: _columns(dest, t) for t in ("sessions", "messages")})
+            if not exact and (read.sessions.lost or read.messages.lost):
+                _from_pages(read, src, report)
+            _build(dest, read, report, exact)
+            if exact and not report.complete:
+                raise DamagedDatabaseError(source, f"canonical rows cannot be read ({report.messages_lost} "
+                                                   f"messages, {report.sessions_lost} sessions): run `recover`")
+            verify_rebuilt(dest, tmp, report, check_links=not exact)
+        finally:
+            dest.close()
+    finally:
+        src.conn.close()
+        if src.snapshot_dir is not None:
+            shutil.rmtree(src.snapshot_dir, ignore_errors=True)
+    return report

@@ -1,0 +1,170 @@
+"""Putting a new file in place atomically, and the temporary files that make it so.
+
+Every file this tool creates beside a database (a backup, a rebuilt or recovered database, a
+restore) is first written as `<dest>.hermes-tmp-<purpose>-<pid>` in the destination's folder,
+verified, fsynced, and only then linked or renamed into place: a killed run leaves at most such
+a clearly named temporary file (and its -journal), which the next run removes once its process
+is gone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import fcntl
+import os
+import re
+import shutil
+import struct
+from pathlib import Path
+
+from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.errors import DestinationExistsError
+
+TEMP_MARK = ".hermes-tmp-"
+_TEMP = re.compile(re.escape(TEMP_MARK) + r"[a-z]+-(\d+)(?:-journal|-wal|-shm)?$")
+_NO_LINKS = {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
+_SHM_DMS_BYTE = 128  # SQLite's "dead man switch" lock byte in -shm: every WAL connection holds it shared
+
+
+def dated_name(db: Path, label: str, folder: Path | None = None) -> Path:
+    """`<db name>.<label>-<UTC timestamp>` beside `db` (or in `folder`), never an existing file: the name
+    of every copy kept (`bak` backups, `pre-restore` and `pre-repair` originals)."""
+    folder = db.parent if folder is None else folder
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    candidate, counter = folder / f"{db.name}.{label}-{stamp}", 1
+    while candidate.exists():
+        counter += 1
+        candidate = folder / f"{db.name}.{label}-{stamp}-{counter}"
+    return candidate
+
+
+def temp_beside(dest: Path, purpose: str) -> Path:
+    """The temporary name `dest` is built under, in `dest`'s folder (same filesystem: rename is atomic)."""
+    return dest.with_name(f"{dest.name}{TEMP_MARK}{purpose}-{os.getpid()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != 0
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Remove the temporary files of earlier runs that were killed (their process is gone)."""
+    removed: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP.search(entry.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        if f"{TEMP_MARK}swap-" in entry.name:
+            _finish_swap(entry)
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
+
+
+def remove_with_sidecars(path: Path) -> None:
+    """A temporary database and whatever journal SQLite left beside it."""
+    for candidate in (path, *sidecar_paths(path), path.with_name(path.name + "-journal")):
+        candidate.unlink(missing_ok=True)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file (or a folder's entries) to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def place(tmp: Path, dest: Path) -> None:
+    """Move the verified `tmp` to `dest`, which must not exist; atomic, never overwriting a racing DEST."""
+    fsync_path(tmp)
+    try:
+        os.link(tmp, dest)
+    except FileExistsError as exc:
+        raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it") from exc
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        if dest.exists():  # a filesystem without hard links: rename, after checking
+            raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it") from exc
+        os.rename(tmp, dest)
+    else:
+        tmp.unlink()
+    fsync_path(dest.parent)
+
+
+def others_have_open(db: Path) -> bool:
+    """True when another process has the WAL database open: it holds a shared lock on the -shm's
+    DMS byte. No -shm: nobody has it open in WAL mode. F_GETLK only asks; it takes no lock.
+    (POSIX locks are per process: this process's own connections are not seen.)"""
+    shm = sidecar_paths(db)[1]
+    try:
+        fd = os.open(shm, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        probe = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, _SHM_DMS_BYTE, 1, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, probe)
+        kind: int = struct.unpack("hhqqi", answer)[0]
+        return kind != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
+def swap_in(db: Path, new: Path, aside: Path | None) -> None:
+    """Replace `db` by the verified `new`; the old file (with its -wal) stays as `aside`.
+
+    The old -wal is moved away before the new file takes the name: a WAL must never be replayed
+    onto a file it was not written for. A kill between the steps leaves either the old file or
+    the new one under `db`, and the old one always under `aside`.
+    """
+    fsync_path(new)
+    wal, shm = sidecar_paths(db)
+    keep = aside if aside is not None else db.with_name(f"{db.name}.orphaned-{os.getpid()}")
+    intent = temp_beside(db, "swap")
+    intent.write_text(keep.name, "utf-8")  # a kill before the new file is in: the next run puts the WAL back
+    fsync_path(db.parent)
+    if db.exists():
+        if aside is None:
+            raise FileExistsError(db)
+        os.link(db, keep)  # the original bytes under the new name: no copy, atomic
+    if wal.exists():
+        os.rename(wal, keep.with_name(keep.name + "-wal"))
+    os.rename(new, db)
+    shm.unlink(missing_ok=True)
+    fsync_path(db.parent)
+    intent.unlink()
+    fsync_path(db.parent)
+
+
+def _finish_swap(intent: Path) -> None:
+    """Undo a swap killed between moving the old -wal aside and renaming the new file in: the
+    database is still the old file (the same inode as its kept name), so its WAL goes back."""
+    db = intent.with_name(intent.name.split(TEMP_MARK, 1)[0])
+    try:
+        keep = intent.with_name(intent.read_text("utf-8").strip())
+    except OSError:
+        keep = None
+    if keep is not None and keep.name and keep.exists() and db.exists() and os.path.samefile(db, keep):
+        kept_wal, wal = keep.with_name(keep.name + "-wal"), sidecar_paths(db)[0]
+        if kept_wal.exists() and not wal.exists():
+            os.rename(kept_wal, wal)
+        if not kept_wal.exists():
+            keep.unlink()  # only a second name of the database itself: the swap never happened
+    intent.unlink(missing_ok=True)
+    fsync_path(intent.parent)

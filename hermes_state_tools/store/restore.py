@@ -1,0 +1,69 @@
+"""`restore BACKUP`: verify the backup, keep the current file (with its -wal) aside as
+`state.db.pre-restore-<timestamp>`, and put a verified copy of the backup in its place atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_state_tools.core.reports import Report
+from hermes_state_tools.errors import DatabaseInUseError
+from hermes_state_tools.store.backup import backup_database
+from hermes_state_tools.store.files import (
+    dated_name,
+    others_have_open,
+    remove_stale_temps,
+    remove_with_sidecars,
+    swap_in,
+    temp_beside,
+)
+from hermes_state_tools.store.opening import reading
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """What a restore would do, shown before anything changes."""
+
+    db: Path
+    backup: Path
+    aside: Path | None  # where the current file goes (None: there is none)
+
+
+@dataclass(frozen=True)
+class RestoreReport(Report):
+    path: str
+    restored_from: str
+    previous: str | None  # where the file that was in place now is (None: there was none)
+    sessions: int
+    messages: int
+    ok: bool = True
+
+
+def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] | None = None) -> RestoreReport:
+    """Replace `db` by `backup` (verified: integrity_check and the same counts in the copy placed).
+
+    Refuses a backup that is missing, foreign or of a newer schema, and refuses while another
+    process has `db` open. A kill at any moment leaves `db` as either the old or the restored
+    file, the old one always kept under its pre-restore name once the swap began.
+    """
+    with reading(backup):
+        pass  # a missing, foreign or newer backup is refused before anything changes
+    if db.exists() and others_have_open(db):
+        raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run restore")
+    plan = RestorePlan(db, backup, dated_name(db, "pre-restore") if db.exists() else None)
+    if confirm is not None:
+        confirm(plan)  # raises to cancel
+    db.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(db.parent)
+    staged = temp_beside(db, "restore")
+    remove_with_sidecars(staged)
+    try:
+        copied = backup_database(backup, staged)  # the backup API: the copy is verified before it exists
+        if db.exists() and others_have_open(db):
+            raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed")
+        aside = dated_name(db, "pre-restore") if db.exists() else None
+        swap_in(db, staged, aside)
+    finally:
+        remove_with_sidecars(staged)
+    return RestoreReport(str(db), str(backup), str(aside) if aside else None, copied.sessions, copied.messages)

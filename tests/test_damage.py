@@ -1,0 +1,362 @@
+"""Damaged files, on real files with real destroyed pages: `check` reports to the end, nothing writes
+into damage (65, bytes unchanged), `repair` rebuilds around derived damage, `recover` salvages."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from damage import cli, cli_json
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from page_damage import (
+    CANONICAL_KINDS,
+    DERIVED_KINDS,
+    KINDS,
+    PAGE_KINDS,
+    build_db,
+    damage,
+    destroy_btree,
+    listing,
+    rows,
+    sha256,
+)
+
+from hermes_state_tools.errors import DAMAGED_REFUSAL
+from hermes_state_tools.maintenance.checks import check_file
+
+LEGACY_JSONL = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "jsonl"
+ALL_MESSAGES = "SELECT id, session_id, role, content, timestamp FROM messages ORDER BY id"
+ALL_SESSIONS = "SELECT id, source, started_at, title, system_prompt FROM sessions ORDER BY id"
+
+WRITING = {
+    "import-jsonl": ["import-jsonl", str(LEGACY_JSONL)],
+    "upgrade": ["upgrade"],
+    "vacuum": ["vacuum"],
+    "prune": ["prune", "--older-than", "0", "--yes"],
+    "rebuild-fts": ["rebuild-fts"],
+    "maintain": ["maintain"],
+}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_db(tmp_path_factory.mktemp("pristine") / "state.db")
+
+
+def damaged_copy(pristine: Path, tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    damage(path, kind)
+    return path
+
+
+def expected_object(kind: str) -> str:
+    return "messages_fts" if kind == "dup_master" else kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_names_the_damaged_object_and_runs_to_the_end(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["ok"] is False and doc["damaged"] is True
+    integrity = [p for p in doc["problems"] if p["kind"] == "integrity"]
+    assert [(p["object"], p["data"]) for p in integrity] == [
+        (expected_object(kind), PAGE_KINDS.get(kind, "derived"))]
+    assert expected_object(kind) in integrity[0]["detail"]
+    assert all(s["reason"] for s in doc["skipped"])  # what could not run says why
+    assert sha256(path) == before and listing(tmp_path) == files  # nothing written, nothing left beside
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_human_output_lists_the_damage_and_the_advice(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    result = cli("--db", path, "check")
+    assert result.exit_code == 1 and "integrity:" in result.stdout and "recover" in result.stdout
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("command", sorted(WRITING))
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_writing_command_refuses_damage_with_65_and_writes_nothing(pristine, tmp_path, kind, command):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    result = cli("--db", path, *WRITING[command], "--no-progress", "--json")
+    assert result.exit_code == 65, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and DAMAGED_REFUSAL in result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+@pytest.mark.parametrize("kind", CANONICAL_KINDS)
+def test_repair_refuses_canonical_damage(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    for args in (["repair"], ["repair", "--dry-run"]):
+        result = cli("--db", path, *args, "--json")
+        assert result.exit_code == 65 and "recover" in result.stderr and kind in result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def test_maintain_json_reports_the_damage_and_exits_65(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    code, doc = cli_json("--db", path, "maintain", "--no-progress")
+    assert code == 65 and doc["damaged"] and not doc["ok"]
+    assert [p["object"] for p in doc["check"]["problems"] if p["kind"] == "integrity"] == ["messages"]
+
+
+@pytest.mark.parametrize("kind", DERIVED_KINDS)
+def test_repair_rebuilds_derived_damage_without_touching_a_canonical_row(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    damaged_sha = sha256(path)
+    code, doc = cli_json("--db", path, "repair")
+    assert code == 0 and doc["ok"] and doc["unfixed"] == []
+    assert [c["action"] for c in doc["changes"]] == ["rebuilt_file"]
+    assert rows(path, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+    assert rows(path, ALL_SESSIONS) == rows(pristine, ALL_SESSIONS)
+    assert check_file(path) == []
+    assert cli_json("--db", path, "check")[0] == 0
+    kept = Path(doc["backup"])
+    assert kept.parent == tmp_path and sha256(kept) == damaged_sha  # the original, byte for byte
+    hits = cli_json("--db", path, "search", "kappa", "--limit", "5")[1]["results"]
+    assert len(hits) == 5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_recover_salvages_into_a_clean_file_and_never_touches_the_source(pristine, tmp_path, kind):
+    path = damaged_copy(pristine, tmp_path, kind)
+    before, files = sha256(path), listing(tmp_path)
+    dest = tmp_path / "out" / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert sha256(path) == before and listing(tmp_path) == sorted([*files, "out"])
+    assert listing(dest.parent) == ["recovered.db"]
+    assert code == (0 if doc["complete"] else 1)
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    back = rows(dest, ALL_MESSAGES)
+    assert len(back) == doc["messages_recovered"] >= 0.95 * len(original)
+    assert all(original[r[0]] == r for r in back)  # every message that came back is the original
+    lost = {i for a, b in doc["messages_lost_ranges"] for i in range(a, b + 1)}
+    assert lost == set(original) - {r[0] for r in back}
+    assert check_file(dest) == []
+
+
+def test_recover_keeps_messages_of_a_lost_session_under_a_placeholder(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "sessions")
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code == 1 and doc["placeholder_sessions"] and doc["messages_lost"] == 0
+    placeholders = rows(dest, "SELECT id, source, end_reason FROM sessions WHERE end_reason = 'recovered'")
+    assert {p[0] for p in placeholders} == set(doc["placeholder_sessions"])
+    real_sources = dict(rows(pristine, "SELECT id, source FROM sessions"))
+    assert all(source == real_sources[sid] for sid, source, _ in placeholders)  # from the surviving index
+    assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+    assert check_file(dest) == []
+
+
+def test_rows_under_a_destroyed_interior_page_come_back_from_the_leaves(pristine, tmp_path):
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    destroy_btree(path, "messages", which="interior")
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code == 0 and doc["complete"] and doc["rows_from_page_scan"] > 0 and doc["messages_lost"] == 0
+    assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+
+
+def test_recover_refuses_an_existing_destination_and_writes_nothing(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    dest = tmp_path / "taken.db"
+    dest.write_bytes(b"mine")
+    result = cli("--db", path, "recover", dest)
+    assert result.exit_code == 2 and dest.read_bytes() == b"mine"
+    assert sorted(listing(tmp_path)) == ["state.db", "taken.db"]
+
+
+def test_a_healthy_file_recovers_completely_with_exit_0(pristine, tmp_path):
+    dest = tmp_path / "copy.db"
+    code, doc = cli_json("--db", pristine, "recover", dest)
+    assert code == 0 and doc["complete"] and rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+
+
+def test_read_commands_on_a_damaged_file_exit_65_or_read_around_it(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    for args in (["status"], ["export"], ["sessions", "list"], ["search", "kappa"]):
+        result = cli("--db", path, *args)
+        assert result.exit_code in (0, 65), (args, result.exit_code, result.stderr)
+        assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def test_the_duplicated_schema_entry_is_read_around_by_read_commands(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "dup_master")
+    code, doc = cli_json("--db", path, "sessions", "list")
+    assert code == 0 and doc["sessions"]
+
+
+def test_a_backup_of_a_damaged_file_is_65_and_leaves_nothing(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    result = cli("--db", path, "backup", tmp_path / "copy.db")
+    assert result.exit_code == 65 and len(result.stderr.splitlines()) == 1
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def test_repair_refuses_while_another_process_has_the_database_open(pristine, tmp_path):
+    import subprocess
+    import sys
+
+    path = damaged_copy(pristine, tmp_path, "idx_messages_session")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(path)!r}); c.execute('PRAGMA journal_mode=WAL')\n"
+        "c.execute('SELECT COUNT(*) FROM sessions').fetchone(); print('open', flush=True); time.sleep(60)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        before = sha256(path)
+        result = cli("--db", path, "repair")
+        assert result.exit_code == 75 and "another process" in result.stderr
+        assert sha256(path) == before and not [n for n in listing(tmp_path) if "pre-repair" in n or "tmp" in n]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_recover_sees_the_rows_still_in_a_wal(pristine, tmp_path):
+    import sqlite3
+
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('sess-00001', 'user', 'x', 1)")
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for suffix in ("", "-wal"):  # as a crashed writer leaves it: a WAL, no -shm
+        shutil.copyfile(f"{path}{suffix}", folder / f"state.db{suffix}")
+    writer.close()
+    before = {n: sha256(folder / n) for n in listing(folder)}
+    code, doc = cli_json("--db", folder / "state.db", "recover", tmp_path / "out.db")
+    assert code == 0 and doc["used_wal_snapshot"] and doc["messages_recovered"] == len(rows(pristine, ALL_MESSAGES)) + 1
+    assert {n: sha256(folder / n) for n in listing(folder)} == before
+
+
+def _unreadable(pristine: Path, tmp_path: Path, how: str) -> Path:
+    """Files SQLite cannot open at all: page 1 overwritten after the header, or the file cut in half."""
+    data = pristine.read_bytes()
+    path = tmp_path / "state.db"
+    if how == "page1":
+        path.write_bytes(data[:100] + bytes(range(256)) * 15 + data[100 + 256 * 15:])
+    else:
+        path.write_bytes(data[:len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("how", ["page1", "truncated"])
+def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pages(pristine, tmp_path, how):
+    path = _unreadable(pristine, tmp_path, how)
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and [(p["object"], p["data"]) for p in doc["problems"]] == [("sqlite_master", "canonical")]
+    for command in ("vacuum", "upgrade", "repair", "maintain"):
+        assert cli("--db", path, command, "--no-progress").exit_code == 65
+    assert sha256(path) == before and listing(tmp_path) == files
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert doc["schema_unreadable"] and sha256(path) == before
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    back = rows(dest, ALL_MESSAGES)
+    assert all(original[r[0]] == r for r in back) and check_file(dest) == []
+    if how == "page1":  # only the schema page is gone: every row is still on its leaf page
+        assert (code, len(back)) == (0, len(original))
+    else:
+        assert code == 1 and len(back) >= 0.4 * len(original)
+
+
+def test_repair_keeps_the_toolkit_extra_tables_and_the_wal_mode(pristine, tmp_path):
+    import sqlite3
+
+    from hermes_state_tools.tables import extras
+
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    extras.ensure_tables(conn)
+    conn.execute(f"INSERT INTO {extras.SESSION_TABLE} VALUES ('sess-00001', '{{\"mirror\": true}}')")
+    conn.execute(f"INSERT INTO {extras.MESSAGE_TABLE} VALUES (7, 'sess-00001', '{{\"message_id\": 9}}')")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    damage(path, "idx_messages_session")
+    code, doc = cli_json("--db", path, "repair")
+    assert code == 0 and check_file(path) == []
+    assert rows(path, f"SELECT * FROM {extras.MESSAGE_TABLE}") == [(7, "sess-00001", '{"message_id": 9}')]
+    assert rows(path, f"SELECT * FROM {extras.SESSION_TABLE}") == [("sess-00001", '{"mirror": true}')]
+    assert path.read_bytes()[18:20] == b"\x02\x02"  # the header says WAL, as Hermes keeps it
+    assert listing(tmp_path) == sorted(["state.db", Path(doc["backup"]).name])
+
+
+def test_upgrading_a_damaged_old_file_is_refused_before_any_backup(tmp_path):
+    from schema_fixtures import load_fixture
+
+    path = load_fixture("v3", tmp_path)
+    destroy_btree(path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    for args in (["upgrade"], ["import-jsonl", str(LEGACY_JSONL)]):
+        result = cli("--db", path, *args, "--no-progress")
+        assert result.exit_code == 65 and str(path) in result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files  # no .bak of a damaged file
+
+
+EXAMPLES = int(os.environ.get("HST_DAMAGE_EXAMPLES", "12"))  # more for a long hunt
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_any_destroyed_pages_are_found_refused_and_recovered_around(pristine, tmp_path_factory, data):
+    from page_damage import btree_pages, destroy_pages
+
+    tmp_path = tmp_path_factory.mktemp("random")
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    pages = sorted(p for tree in btree_pages(path).values() for p, _kind in tree if p != 1)
+    chosen = data.draw(st.lists(st.sampled_from(pages), min_size=1, max_size=6, unique=True))
+    destroy_pages(path, chosen, seed=data.draw(st.integers(0, 1000)))
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    assert cli("--db", path, "vacuum").exit_code == 65 and sha256(path) == before
+    dest = tmp_path / "out" / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code in (0, 1) and sha256(path) == before and listing(tmp_path) == sorted([*files, "out"])
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    back = rows(dest, ALL_MESSAGES)
+    assert all(original[r[0]] == r for r in back)  # nothing made up, nothing changed
+    lost = {i for a, b in doc["messages_lost_ranges"] for i in range(a, b + 1)}
+    assert set(original) - {r[0] for r in back} <= lost  # every missing message is reported lost
+    assert check_file(dest) == []
+
+
+def test_a_record_cut_short_by_garbage_is_skipped_by_the_page_scan(pristine, tmp_path):
+    """Found by the property above: the roots of the first b-trees destroyed, and garbage whose record
+    header promised an 8-byte float where fewer bytes were left."""
+    from page_damage import destroy_pages
+
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    destroy_pages(path, [2, 3, 4, 5], seed=238)
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code in (0, 1) and doc["verified"] and check_file(dest) == []
+    original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
+    assert all(original[r[0]] == r for r in rows(dest, ALL_MESSAGES))
+
+
+def test_recovered_and_repaired_files_are_owner_only(pristine, tmp_path):
+    path = damaged_copy(pristine, tmp_path, "idx_messages_session")
+    assert cli("--db", path, "recover", tmp_path / "recovered.db").exit_code == 0
+    assert cli("--db", path, "repair").exit_code == 0
+    assert (tmp_path / "recovered.db").stat().st_mode & 0o777 == 0o600
+    assert path.stat().st_mode & 0o777 == 0o600

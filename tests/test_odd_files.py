@@ -1,0 +1,226 @@
+"""Odd places and odd files: read-only folders (as an unprivileged process), no files left beside a
+database by read commands, newer schemas read but never written, a full disk, the SQLite in use."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from damage import build_healthy, cli, cli_json
+from page_damage import build_db, listing, sha256
+from schema_fixtures import load_fixture
+
+from hermes_state_tools.core import sqlite_info
+
+ROOT = Path(__file__).resolve().parent.parent
+READ_COMMANDS = [["status"], ["check"], ["check", "--quick"], ["export"], ["sessions", "list"],
+                 ["sessions", "stats"], ["search", "deploy"]]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def run(*args: object, user: list[str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HERMES_HOME": "/nonexistent"}
+    return subprocess.run([*(user or []), sys.executable, "-m", "hermes_state_tools", *map(str, args)],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env,
+                          cwd=cwd or "/")
+
+
+def _can_run_as_nobody() -> str | None:
+    if shutil.which("setpriv") is None:
+        return "setpriv is not installed"
+    if os.geteuid() != 0:
+        return "changing to uid 65534 needs root"
+    probe = subprocess.run([*NOBODY, sys.executable, "-c", "import click"], capture_output=True, timeout=60)
+    return None if probe.returncode == 0 else "uid 65534 cannot run this Python"
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A folder outside pytest's private tmp (which uid 65534 cannot enter)."""
+    folder = Path(tempfile.mkdtemp(prefix="hermes-state-ro-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            with contextlib.suppress(OSError):
+                path.chmod(0o755 if path.is_dir() else 0o644)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _with_live_wal(path: Path, folder: Path, keep_shm: bool) -> None:
+    """Copy db + -wal (+ -shm) as they are while a writer has uncheckpointed rows in the WAL."""
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('in-wal', 'cli', 1.0)")
+        for suffix in ("", "-wal", "-shm") if keep_shm else ("", "-wal"):
+            shutil.copyfile(f"{path}{suffix}", folder / f"state.db{suffix}")
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("layout", ["clean", "wal+shm", "wal only"])
+def test_a_read_only_folder_is_readable_by_every_read_command_as_nobody(tmp_path, public_dir, layout):
+    reason = _can_run_as_nobody()
+    if reason:
+        pytest.skip(reason)
+    source = build_healthy(tmp_path / "state.db")
+    folder = public_dir / "snapshot"
+    folder.mkdir()
+    if layout == "clean":
+        shutil.copyfile(source, folder / "state.db")
+    else:
+        _with_live_wal(source, folder, keep_shm=layout == "wal+shm")
+    for path in folder.iterdir():
+        path.chmod(0o444)
+    folder.chmod(0o555)
+    before = {p.name: sha256(p) for p in folder.iterdir()}
+    for args in READ_COMMANDS:
+        result = run("--db", folder / "state.db", *args, user=NOBODY)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "readonly" not in result.stderr
+    status = json.loads(run("--db", folder / "state.db", "status", "--json", user=NOBODY).stdout)
+    assert status["sessions"] == (4 if layout == "clean" else 5)  # the WAL's committed row is seen
+    out = public_dir / "out"
+    out.mkdir()
+    out.chmod(0o777)
+    assert run("--db", folder / "state.db", "backup", out / "copy.db", user=NOBODY).returncode == 0
+    assert {p.name: sha256(p) for p in folder.iterdir()} == before
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=" ".join)
+def test_read_commands_leave_no_file_beside_a_cleanly_closed_database(tmp_path, args):
+    path = build_healthy(tmp_path / "state.db")
+    before = listing(tmp_path), sha256(path)
+    result = cli("--db", path, *args)
+    assert result.exit_code == 0, result.stderr
+    assert (listing(tmp_path), sha256(path)) == before
+
+
+def test_read_commands_leave_no_file_beside_a_wal_without_its_shm(tmp_path):
+    source = build_healthy(tmp_path / "source.db")
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    _with_live_wal(source, folder, keep_shm=False)
+    before = {p.name: sha256(p) for p in folder.iterdir()}
+    code, doc = cli_json("--db", folder / "state.db", "status")
+    assert code == 0 and doc["sessions"] == 5
+    assert {p.name: sha256(p) for p in folder.iterdir()} == before
+
+
+WRITING = [["upgrade"], ["vacuum"], ["repair"], ["rebuild-fts"], ["maintain"], ["prune", "--older-than", "1", "--yes"],
+           ["import-jsonl", ROOT / "fixtures" / "legacy" / "jsonl"]]
+
+
+def test_a_newer_schema_is_read_by_every_read_command_with_one_warning(tmp_path):
+    path = load_fixture("trap_version_7", tmp_path)
+    before = listing(tmp_path), sha256(path)
+    for args in [["status"], ["check"], ["export"], ["sessions", "list"], ["sessions", "stats"]]:
+        as_json = [] if args == ["export"] else ["--json"]
+        result = cli("--db", path, *args, *as_json)
+        assert result.exit_code in (0, 1), (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 7" in result.stderr
+        if as_json:
+            assert json.loads(result.stdout)["schema_newer"] is True
+    doc = json.loads(cli("--db", path, "check", "--json").stdout)
+    assert {s["check"] for s in doc["skipped"]} >= {"fts_sync", "lineage_cycles", "counter_mismatches"}
+    assert (listing(tmp_path), sha256(path)) == before
+
+
+@pytest.mark.parametrize("args", WRITING, ids=lambda a: str(a[0]))
+def test_a_newer_schema_is_never_written(tmp_path, args):
+    path = load_fixture("trap_version_7", tmp_path)
+    before = listing(tmp_path), sha256(path)
+    result = cli("--db", path, *args, "--no-progress")
+    assert result.exit_code == 3 and len(result.stderr.splitlines()) == 1
+    assert (listing(tmp_path), sha256(path)) == before
+
+
+def test_the_sqlite_version_is_reported_with_a_note_inside_the_wal_reset_range(tmp_path):
+    assert sqlite_info.has_wal_reset_bug((3, 7, 0)) and sqlite_info.has_wal_reset_bug((3, 51, 2))
+    assert not sqlite_info.has_wal_reset_bug((3, 51, 3)) and not sqlite_info.has_wal_reset_bug((3, 6, 23))
+    path = build_healthy(tmp_path / "state.db")
+    for command in ("status", "check"):
+        code, doc = cli_json("--db", path, command)
+        assert code == 0 and doc["sqlite_version"] == sqlite3.sqlite_version
+        assert bool(doc["notes"]) == sqlite_info.has_wal_reset_bug()
+        assert all("WAL-reset" in note for note in doc["notes"])
+
+
+# -- a full disk -----------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk() -> Iterator[Path]:
+    """A 3 MiB tmpfs (root only; skipped otherwise)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = Path(tempfile.mkdtemp(prefix="hermes-state-full-"))
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        mount.rmdir()
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+        mount.rmdir()
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_is_exit_74_nothing_half_written_and_the_rerun_completes(small_disk):
+    path = build_db(small_disk / "state.db", sessions=40, per_session=10, size=200)
+    filler = _fill(small_disk)
+    before = sha256(path)
+    for args in (["backup", small_disk / "copy.db"], ["vacuum"],
+                 ["import-jsonl", ROOT / "fixtures" / "legacy" / "jsonl"]):
+        result = run("--db", path, *args, "--no-progress")
+        assert result.returncode == 74, (args, result.stderr)
+        assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+        assert not (small_disk / "copy.db").exists()
+        assert not [p for p in listing(small_disk) if "copy.db" in p or "hermes-tmp" in p]
+        assert run("--db", path, "check", "--no-progress").returncode == 0
+    assert sha256(path) == before or run("--db", path, "check").returncode == 0
+    filler.unlink()
+    assert run("--db", path, "backup", small_disk / "copy.db").returncode == 0
+    assert run("--db", small_disk / "copy.db", "check").returncode == 0
+    assert run("--db", path, "vacuum").returncode == 0
+    assert listing(small_disk) == ["copy.db", "state.db"]
+
+
+def test_a_hot_rollback_journal_is_rolled_back_on_a_copy_by_read_commands(tmp_path):
+    path = build_db(tmp_path / "state.db", sessions=60, per_session=20)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    # A writer killed mid-transaction, after it spilled changed pages into the main file.
+    code = (f"import sqlite3, os\nc = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+            "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN')\n"
+            "c.execute('DELETE FROM messages WHERE id < 1000'); os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (tmp_path / "state.db-journal").stat().st_size > 0
+    before = {n: sha256(tmp_path / n) for n in listing(tmp_path)}
+    code_, doc = cli_json("--db", path, "status")
+    assert code_ == 0 and doc["messages"] == 1200  # as committed: the interrupted delete is undone
+    assert cli_json("--db", path, "check")[0] == 0
+    assert {n: sha256(tmp_path / n) for n in listing(tmp_path)} == before

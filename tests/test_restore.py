@@ -1,0 +1,76 @@
+"""`restore BACKUP`: verified, the current file kept aside with its -wal, atomic, asks on a terminal."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+from damage import build_healthy, cli, cli_json, raw
+from page_damage import damage, listing, rows, sha256
+from schema_fixtures import load_fixture
+
+from hermes_state_tools.cli import maintenance as maintenance_cli
+
+MESSAGES = "SELECT id, content FROM messages ORDER BY id"
+
+
+def _two(tmp_path):
+    db = build_healthy(tmp_path / "state.db")
+    backup = tmp_path / "backup.db"
+    assert cli("--db", db, "backup", backup).exit_code == 0
+    raw(db, "DELETE FROM messages WHERE id = 1")
+    return db, backup
+
+
+def test_restore_puts_the_backup_in_place_and_keeps_the_current_file_with_its_wal(tmp_path):
+    db, backup = _two(tmp_path)
+    writer = sqlite3.connect(db, isolation_level=None)  # leave committed rows in a -wal
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("UPDATE sessions SET title = 'only in the wal' WHERE id = 'alpha'")
+    shutil.copyfile(f"{db}-wal", tmp_path / "saved-wal")
+    writer.close()  # (a clean close checkpoints; put the WAL back as a crash would leave it)
+    shutil.copyfile(tmp_path / "saved-wal", f"{db}-wal")
+    current = sha256(db)
+    code, doc = cli_json("--db", db, "restore", backup, "--yes")
+    assert code == 0 and doc["previous"]
+    assert rows(db, MESSAGES) == rows(backup, MESSAGES)
+    kept = tmp_path / doc["previous"].rsplit("/", 1)[-1]
+    assert sha256(kept) == current and (tmp_path / (kept.name + "-wal")).exists()
+    assert not (tmp_path / "state.db-wal").exists()
+    assert cli("--db", db, "check").exit_code == 0
+
+
+def test_restore_without_a_terminal_needs_yes(tmp_path):
+    db, backup = _two(tmp_path)
+    before = listing(tmp_path), sha256(db)
+    result = cli("--db", db, "restore", backup)
+    assert result.exit_code == 2 and "--yes" in result.stderr
+    assert (listing(tmp_path), sha256(db)) == before
+
+
+def test_restore_asks_on_a_terminal(tmp_path, monkeypatch):
+    db, backup = _two(tmp_path)
+    monkeypatch.setattr(maintenance_cli, "stdin_is_terminal", lambda: True)
+    before = sha256(db)
+    assert cli("--db", db, "restore", backup, input="n\n").exit_code == 1 and sha256(db) == before
+    assert cli("--db", db, "restore", backup, input="y\n").exit_code == 0
+    assert rows(db, MESSAGES) == rows(backup, MESSAGES)
+
+
+def test_a_damaged_or_newer_backup_is_refused_and_nothing_changes(tmp_path):
+    db, backup = _two(tmp_path)
+    damage(backup, "messages")
+    newer = load_fixture("trap_version_7", tmp_path)
+    before = listing(tmp_path), sha256(db)
+    assert cli("--db", db, "restore", backup, "--yes").exit_code == 65
+    assert cli("--db", db, "restore", newer, "--yes").exit_code == 3
+    assert (listing(tmp_path), sha256(db)) == before
+
+
+def test_restore_onto_a_damaged_database_keeps_the_damaged_file(tmp_path):
+    db, backup = _two(tmp_path)
+    damage(db, "messages")
+    damaged = sha256(db)
+    code, doc = cli_json("--db", db, "restore", backup, "--yes")
+    assert code == 0 and sha256(tmp_path / doc["previous"].rsplit("/", 1)[-1]) == damaged
+    assert cli("--db", db, "check").exit_code == 0
