@@ -29,8 +29,8 @@ from hermes_state_tools.core.connection import (
     is_lock_error,
     result_code,
 )
+from hermes_state_tools.core.progress import Steps
 from hermes_state_tools.core.schema import SCHEMA_VERSION
-from hermes_state_tools.core.steps import Steps
 from hermes_state_tools.errors import (
     ConfirmationRequired,
     DamagedDatabaseError,

@@ -25,7 +25,7 @@ from hermes_state_tools.errors import DAMAGED_REFUSAL, ConfirmationRequired
 from hermes_state_tools.maintenance.checks import check_report
 from hermes_state_tools.maintenance.maintain import maintain_file
 from hermes_state_tools.maintenance.prune import PrunePlan, prune_file
-from hermes_state_tools.maintenance.rebuild import rebuild_fts_file
+from hermes_state_tools.maintenance.rebuild_fts import rebuild_fts_file
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import vacuum_file
 from hermes_state_tools.store.backup import backup_file

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.schema import (
     FTS_TABLE,
     INDEXES,
@@ -28,9 +29,8 @@ from hermes_state_tools.core.schema import (
     table_columns,
 )
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
-from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
-from hermes_state_tools.maintenance import damage, fts_agreement, quick_pass
+from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
 from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
 from hermes_state_tools.store.read_open import writer_arrived
 from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
@@ -73,9 +73,9 @@ def _sample(ids: tuple[Any, ...]) -> str:
 
 def integrity(conn: sqlite3.Connection, quick: bool = False) -> Iterator[Finding]:
     """SQLite's integrity_check (quick_check with `quick`) and dbstat's destroyed pages: each damaged
-    table or index once, saying whether it holds canonical or derived data (see damage.py)."""
+    table or index once, saying whether it holds canonical or derived data (see locate_damage.py)."""
     pragma = "quick_check" if quick else "integrity_check"
-    for found in damage.diagnose(conn, quick):
+    for found in locate_damage.diagnose(conn, quick):
         what = "the rows only this file holds" if found.data == "canonical" else "rebuildable by `repair`"
         yield Finding("integrity", f"{pragma}: {found.name} is damaged ({found.data} data, {what}): "
                                    f"{found.detail}", (), found.name, found.data)

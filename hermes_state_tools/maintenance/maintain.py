@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.steps import Steps, step
+from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.errors import DAMAGED_REFUSAL
 from hermes_state_tools.maintenance.checks import check_report
 from hermes_state_tools.maintenance.repair import repair_file

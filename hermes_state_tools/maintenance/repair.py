@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
-from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.maintenance.recover import rebuild_in_place

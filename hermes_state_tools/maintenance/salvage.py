@@ -22,7 +22,7 @@ from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
-from hermes_state_tools.maintenance.damage import CANONICAL_TABLES
+from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
 from hermes_state_tools.store.read_open import ReadConnection, open_checked, snapshot
 from hermes_state_tools.tables import fts

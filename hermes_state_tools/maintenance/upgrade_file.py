@@ -7,8 +7,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import open_store, prove_sound, schema_change_pending

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from hermes_state_tools.core.connection import WriteRunner, retry_on_lock
 from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
-from hermes_state_tools.core.steps import Steps, step
 from hermes_state_tools.store.opening import writing
 from hermes_state_tools.tables import fts
 
