@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.views.schedule import Installation, render
+from hermes_state_tools.maintenance.schedule import Installation, render
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = Installation("/home/alice/.local/bin/hermes-state", Path("/home/alice/.hermes"),

@@ -13,7 +13,7 @@ import click
 from hermes_state_tools.cli import helptext, main
 from hermes_state_tools.cli.base import common_options, settings
 from hermes_state_tools.core.paths import hermes_home
-from hermes_state_tools.views.schedule import KINDS, Installation, render
+from hermes_state_tools.maintenance.schedule import KINDS, Installation, render
 
 
 @main.command("help")
