@@ -15,6 +15,7 @@ import orjson
 
 from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import Problem
+from hermes_state_tools.core.words import plural
 from hermes_state_tools.importers.codepages import Choice, choose
 
 BOM = b"\xef\xbb\xbf"
@@ -143,7 +144,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def surrogate_problem(file: str, line: int | None, offsets: list[int]) -> Problem:
-    detail = (f"{len(offsets)} unpaired UTF-16 surrogate(s) (half an emoji, cut by the writer), which UTF-8 "
+    detail = (f"{plural(len(offsets), 'unpaired UTF-16 surrogate')} (half an emoji, cut by the writer), which UTF-8 "
               "cannot store; stored as U+FFFD")
     return Problem(file, line, "lone_surrogate", detail)
 
@@ -212,7 +213,8 @@ def decoding_problem(file: str, codecs: dict[str, list[int]], choice: Choice | N
     numbers = sorted(n for lines in codecs.values() for n in lines)
     counts = ", ".join(f"{len(lines)} as {codec}" for codec, lines in sorted(codecs.items()))
     shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
-    detail = (f"{len(numbers)} line(s) were not UTF-8 and were decoded ({counts}){_evidence_note(choice)}: "
+    were = "was" if len(numbers) == 1 else "were"
+    detail = (f"{plural(len(numbers), 'line')} {were} not UTF-8 and decoded ({counts}){_evidence_note(choice)}: "
               f"lines {shown}")
     return Problem(file, numbers[0], "decoded_cp1252", detail)
 

@@ -33,7 +33,7 @@ def test_cp1252_lines_are_decoded_and_reported_once(tmp_path):
     assert values == [{"c": "café"}, {"c": "ok"}, {"c": "naïve — 5€"}]
     [problem] = [i for i in items if isinstance(i, Problem)]
     assert (problem.kind, problem.line, problem.failure) == ("decoded_cp1252", 1, False)
-    assert "2 line(s)" in problem.detail and "lines 1, 3" in problem.detail
+    assert "2 lines were not UTF-8" in problem.detail and "lines 1, 3" in problem.detail
 
 
 def test_bytes_undefined_in_cp1252_fall_back_to_latin1():

@@ -31,6 +31,7 @@ from hermes_state_tools.core.connection import (
 )
 from hermes_state_tools.core.progress import Steps
 from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
 from hermes_state_tools.errors import (
     ConfirmationRequired,
     DamagedDatabaseError,
@@ -352,6 +353,3 @@ def existing_folder(_ctx: click.Context, param: click.Parameter, value: Path | N
     return value.expanduser() if value is not None else None
 
 
-def plural(count: int, noun: str) -> str:
-    """'1 problem', '2 problems'."""
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")

@@ -17,6 +17,7 @@ from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SESSION_FIELDS, TRIGGERS
+from hermes_state_tools.core.words import plural
 from hermes_state_tools.ingest.existing import fingerprint
 from hermes_state_tools.ingest.rows import StagedRows, insert_rows, without_surrogates
 from hermes_state_tools.ingest.staging import insert_staged
@@ -130,7 +131,7 @@ def _retime(conn: sqlite3.Connection, item: Prepared, problems: list[Problem]) -
     conn.executemany("UPDATE messages SET timestamp = ? WHERE id = ?", [(t, mid) for mid, t in item.retimed])
     problems.append(Problem(
         f"session {item.session_id}", None, "retimed",
-        f"{len(item.retimed)} stored message(s) moved forward by microseconds so the imported messages "
+        f"{plural(len(item.retimed), 'stored message')} moved forward by microseconds so the imported messages "
         f"sit in their place (ids {', '.join(str(mid) for mid, _ in item.retimed[:5])}"
         + (", ...)" if len(item.retimed) > 5 else ")")))
 

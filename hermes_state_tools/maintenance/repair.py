@@ -18,6 +18,7 @@ from typing import Any
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
+from hermes_state_tools.core.words import plural
 from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.maintenance.recover import rebuild_in_place
@@ -178,8 +179,8 @@ def move_foreign_rows(run: _Run) -> None:
     found = foreign_rows.sessions_with_foreign_rows(run.conn)
     for session_id, count in foreign_rows.move_foreign_rows(run.conn, [sid for sid, _ in found]).items():
         run.changes.append(Change("foreign_role", "moved_to_extra",
-                                  f"session {session_id}: {count} row(s) that are no message moved to its extra data "
-                                  f"({foreign_rows.EXTRA_KEY!r})", (session_id,), count, 0))
+                                  f"session {session_id}: {plural(count, 'row')} that are no message moved to its "
+                                  f"extra data ({foreign_rows.EXTRA_KEY!r})", (session_id,), count, 0))
 
 
 Fix = Callable[[_Run], None]
