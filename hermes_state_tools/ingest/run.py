@@ -20,8 +20,13 @@ from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
-from hermes_state_tools.store.backup import backup_before_schema_change
-from hermes_state_tools.store.opening import open_read_connection, peek_version, prove_sound, schema_change_pending
+from hermes_state_tools.store.backup import backup_if_schema_changes
+from hermes_state_tools.store.opening import (
+    open_read_connection,
+    prove_sound,
+    require_supported,
+    schema_change_pending,
+)
 from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
@@ -169,19 +174,17 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
 
 
 def prepare_schema(db_path: Path, stats: ImportStats) -> None:
-    """Refuse a damaged file; back the file up before the run upgrades it; a dry run says it would
-    (and changes nothing)."""
+    """Refuse a damaged file (nothing writes into one, even when nothing is found to import); a dry
+    run says it would upgrade (and changes nothing). The backup is taken by the real run only once
+    files were found, right before the store is opened (import_paths)."""
     if not (db_path.exists() and db_path.stat().st_size):
         return
+    version = require_supported(db_path)  # a foreign or newer file is refused, dry run or not
     if not stats.dry_run:
-        prove_sound(db_path)  # nothing writes into a damaged file, even when nothing is found to import
-    if not schema_change_pending(db_path):
-        return
-    if stats.dry_run:
-        stats.would_upgrade = {"from": peek_version(db_path), "to": SCHEMA_VERSION,
+        prove_sound(db_path)
+    elif schema_change_pending(db_path):
+        stats.would_upgrade = {"from": version, "to": SCHEMA_VERSION,
                                "backup_first": f"{db_path}.bak-<timestamp>"}
-    else:
-        stats.backup = str(backup_before_schema_change(db_path))
 
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
@@ -202,6 +205,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     if dry_run:
         _dry_run(db_path, files, tz, source, stats, log)
     else:
+        stats.backup = backup_if_schema_changes(db_path)  # opening the store below upgrades it: keep it as it was
         with SessionDB(db_path) as db:
             assert db._conn is not None
             # Durable against a crash of this process at any point (WAL); only a power cut could

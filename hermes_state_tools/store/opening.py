@@ -29,7 +29,13 @@ from hermes_state_tools.errors import (
     StorageIOError,
 )
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.read_open import ReadConnection, open_for_reading, writer_arrived
+from hermes_state_tools.store.read_open import (
+    ReadConnection,
+    open_for_reading,
+    open_own_pages,
+    snapshot,
+    writer_arrived,
+)
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
 
@@ -60,12 +66,26 @@ def map_open_error(path: Path, exc: sqlite3.Error) -> Exception:
     return NotAHermesDatabaseError(f"{path}: unreadable database ({exc})")
 
 
-def open_read_connection(path: Path) -> ReadConnection:
-    """A read-only connection that leaves no file beside `path` (see read_open), errors mapped."""
+def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True) -> ReadConnection:
+    """A read-only connection that leaves no file beside `path` (see read_open), errors mapped; a
+    malformed schema is read around (writable_schema) unless `tolerate_schema_damage` is False."""
     try:
-        return open_for_reading(path)
+        return open_for_reading(path, tolerate_schema_damage=tolerate_schema_damage)
     except sqlite3.Error as exc:
         raise map_open_error(path, exc) from exc
+
+
+def open_pages(path: Path, workdir: Path) -> tuple[ReadConnection, Path, Path | None]:
+    """For salvage, which reads the file's pages itself: a read-only connection, the file whose pages
+    hold every committed row, and the snapshot folder (in `workdir`, None: the file is read in place).
+    sqlite3 errors are raised as SQLite gives them: salvage reads around damage itself."""
+    return open_own_pages(path, workdir)
+
+
+def copy_as_is(path: Path, folder: Path) -> Path:
+    """`path` with its -wal/-journal copied into the new private `folder` byte for byte (a damaged file
+    too, which the backup API would refuse); the copy's path."""
+    return snapshot(path, folder)[1]
 
 
 def peek_version(path: Path) -> int | None:
@@ -93,13 +113,18 @@ def on_newer_schema(listener: Callable[[Path, int], None] | None) -> None:
     _newer_schema_listener = listener
 
 
+def is_newer(version: int | None) -> bool:
+    """True for a file written by a newer Hermes (a schema version above the one this tool knows)."""
+    return version is not None and version > SCHEMA_VERSION
+
+
 def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) -> None:
     """The newer-schema rule: a file written by a newer Hermes is never written by this tool.
 
     Reading it is allowed where the caller says so (`allow_newer`): every later schema keeps the
     v6 columns, which is all a read command uses; the listener is told once per file.
     """
-    if version is None or version <= SCHEMA_VERSION:
+    if version is None or not is_newer(version):
         return
     if not allow_newer:
         raise SchemaTooNewError(path, version, SCHEMA_VERSION)
@@ -107,35 +132,60 @@ def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) 
         _newer_schema_listener(path, version)
 
 
-def open_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection to an existing file holding the Hermes tables (any version)."""
-    require_database_file(path)
-    conn = open_read_connection(path)
+def _hermes_tables_present(path: Path, conn: sqlite3.Connection) -> None:
+    """Refuse a database that is not Hermes' (no sessions/messages tables)."""
     try:
         tables = object_names(conn, "table")
     except sqlite3.DatabaseError as exc:
-        conn.close()
         raise map_open_error(path, exc) from exc
     if not {"sessions", "messages"} <= tables:
-        conn.close()
         raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
-    return conn
 
 
-def open_supported(path: Path, allow_newer: bool = False) -> tuple[sqlite3.Connection, int | None]:
-    """A read-only connection to an existing Hermes database of a supported schema, with its version."""
-    # The version is read first by a look that leaves no -wal/-shm behind, so a newer file keeps every byte.
-    require_database_file(path)
-    if not allow_newer:
-        refuse_newer(path, peek_version(path))
-    conn = open_readonly(path)
+def _stored_version(path: Path, conn: sqlite3.Connection, tolerant: bool) -> int | None:
     try:
-        version = read_version(conn)
+        return read_version(conn)
+    except sqlite3.DatabaseError as exc:
+        if tolerant:
+            return None  # a damaged schema_version table: the check's `integrity` names it
+        raise map_open_error(path, exc) from exc
+
+
+def open_hermes(path: Path, allow_newer: bool = False, *,
+                tolerant_version: bool = False) -> tuple[ReadConnection, int | None]:
+    """A read-only connection to an existing Hermes database (any version if `allow_newer`, else a
+    supported one), with its stored version (None: none recorded, or unreadable if `tolerant_version`).
+
+    One connection: the newer-schema rule is applied before the table guard, so a newer file is
+    refused as newer; every look leaves no -wal/-shm behind, so a newer file keeps every byte."""
+    require_database_file(path)
+    conn = open_read_connection(path)
+    try:
+        version = _stored_version(path, conn, tolerant_version)
         refuse_newer(path, version, allow_newer=allow_newer)
+        _hermes_tables_present(path, conn)
     except BaseException:
         conn.close()
         raise
     return conn, version
+
+
+def open_readonly(path: Path) -> ReadConnection:
+    """A read-only connection to an existing file holding the Hermes tables (any version)."""
+    return open_hermes(path, allow_newer=True, tolerant_version=True)[0]
+
+
+def open_supported(path: Path, allow_newer: bool = False) -> tuple[ReadConnection, int | None]:
+    """A read-only connection to an existing Hermes database of a supported schema, with its version."""
+    return open_hermes(path, allow_newer)
+
+
+def require_supported(path: Path, allow_newer: bool = False) -> int | None:
+    """Refuse a missing, foreign or (unless `allow_newer`) newer file before anything else touches
+    it; returns its stored version. One read-only look, closed at once."""
+    conn, version = open_hermes(path, allow_newer)
+    conn.close()
+    return version
 
 
 @contextmanager
@@ -189,8 +239,7 @@ def prove_sound(path: Path) -> None:
 def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     """Open an existing supported, sound database to maintain it: writable, with its write runner,
     never upgraded."""
-    with reading(path):
-        pass  # refuses a missing, foreign or newer file before anything opens it for writing
+    require_supported(path)  # refuses a missing, foreign or newer file before anything opens it for writing
     remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
     prove_sound(path)
     conn, runner = open_writable(path, threading.RLock())
