@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
-from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.records import LegacySession
 from hermes_state_tools.errors import SameDatabaseError
 from hermes_state_tools.ingest import run
@@ -49,7 +48,7 @@ def _units(other: sqlite3.Connection, file: str, log: ReadLog) -> Iterator[Unit]
 
 
 def _local_batches(db_path: Path, units: Iterator[Unit]) -> Generator[Batch, None, None]:
-    conn = connect(db_path, readonly=True)
+    conn = open_read_connection(db_path)  # leaves no -wal/-shm beside the database
     try:
         known = stored_session_ids(conn)
         for items in batches(p for unit in units if (p := prepare(conn, unit, known=known)) is not None):

@@ -10,7 +10,7 @@ from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.opening import open_store, prove_sound, require_supported
+from hermes_state_tools.store.opening import open_store, require_sound
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,9 @@ def _run_upgrade(path: Path, backup: str | None, dry_run: bool) -> UpgradeFileRe
 def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
-    require_supported(path)  # refuses a missing, foreign or newer file first
+    # A missing, foreign or newer file is refused first; a damaged one (65) before any .bak is made of it.
+    require_sound(path)
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
-    prove_sound(path)  # before the backup: a damaged file is refused (65), no .bak made of it
     if dry_run:
         step(progress, "copying for the dry run")
         with scratch_copy(path) as copy:

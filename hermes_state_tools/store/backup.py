@@ -37,7 +37,6 @@ from hermes_state_tools.store.opening import (
 __all__ = [
     "BackupError",
     "BackupResult",
-    "backup_before_schema_change",
     "backup_database",
     "backup_if_schema_changes",
     "backup_into_folder",
@@ -142,21 +141,16 @@ def backup_database(source: Path, dest: Path) -> BackupResult:
     return BackupResult(dest, expected[0], expected[1], size)
 
 
-def backup_before_schema_change(path: Path) -> Path:
-    """The verified `state.db.bak-<timestamp>` taken before anything changes a file's schema
-    (upgrade, an import that upgrades, repair of the schema), so the file as it was can come back."""
-    return backup_database(path, timestamped_path(path)).path
-
-
 def backup_if_schema_changes(path: Path, progress: Steps | None = None) -> str | None:
     """THE decision to back up before a schema change, taken by whatever is about to open `path` as a
-    store (upgrade, an import that writes, repair of the schema): the verified backup's path when
-    opening it would change its schema (an upgrade step or a structure repair is due), else None and
-    nothing is copied. Call it only once it is certain the file will be written."""
+    store (upgrade, an import that writes, repair of the schema): the verified `state.db.bak-<timestamp>`
+    when opening it would change its schema (an upgrade step or a structure repair is due), so the
+    file as it was can come back; else None and nothing is copied. Call it only once it is certain
+    the file will be written."""
     if not (path.exists() and path.stat().st_size) or not schema_change_pending(path):
         return None
     step(progress, "backup")
-    return str(backup_before_schema_change(path))
+    return str(backup_database(path, timestamped_path(path)).path)
 
 
 @contextmanager

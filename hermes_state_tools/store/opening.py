@@ -88,21 +88,6 @@ def copy_as_is(path: Path, folder: Path) -> Path:
     return snapshot(path, folder)[1]
 
 
-def peek_version(path: Path) -> int | None:
-    """The stored schema version, read without any chance of changing the file (None: no file or no row)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    if not path.is_file() or not looks_like_sqlite(path):
-        raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
-    conn = open_read_connection(path)
-    try:
-        return read_version(conn)
-    except sqlite3.Error as exc:
-        raise map_open_error(path, exc) from exc
-    finally:
-        conn.close()
-
-
 # Who hears that a newer schema is being read (the CLI prints one warning line); set per invocation.
 _newer_schema_listener: Callable[[Path, int], None] | None = None
 
@@ -151,33 +136,41 @@ def _stored_version(path: Path, conn: sqlite3.Connection, tolerant: bool) -> int
         raise map_open_error(path, exc) from exc
 
 
-def open_hermes(path: Path, allow_newer: bool = False, *,
-                tolerant_version: bool = False) -> tuple[ReadConnection, int | None]:
-    """A read-only connection to an existing Hermes database (any version if `allow_newer`, else a
-    supported one), with its stored version (None: none recorded, or unreadable if `tolerant_version`).
-
-    One connection: the newer-schema rule is applied before the table guard, so a newer file is
-    refused as newer; every look leaves no -wal/-shm behind, so a newer file keeps every byte."""
-    require_database_file(path)
+def _look(path: Path, allow_newer: bool, tolerant_version: bool,
+          hermes: bool) -> tuple[ReadConnection, int | None]:
+    """One read-only connection and the stored version, the newer-schema rule applied (before the
+    table guard, so a newer file is refused as newer) and, if `hermes`, the Hermes tables required."""
     conn = open_read_connection(path)
     try:
         version = _stored_version(path, conn, tolerant_version)
         refuse_newer(path, version, allow_newer=allow_newer)
-        _hermes_tables_present(path, conn)
+        if hermes:
+            _hermes_tables_present(path, conn)
     except BaseException:
         conn.close()
         raise
     return conn, version
 
 
+def open_hermes(path: Path, allow_newer: bool = False, *,
+                tolerant_version: bool = False) -> tuple[ReadConnection, int | None]:
+    """A read-only connection to an existing Hermes database (any version if `allow_newer`, else a
+    supported one), with its stored version (None: none recorded, or unreadable if `tolerant_version`).
+    Every look leaves no -wal/-shm behind, so a newer file keeps every byte."""
+    require_database_file(path)
+    return _look(path, allow_newer, tolerant_version, hermes=True)
+
+
 def open_readonly(path: Path) -> ReadConnection:
     """A read-only connection to an existing file holding the Hermes tables (any version)."""
-    return open_hermes(path, allow_newer=True, tolerant_version=True)[0]
-
-
-def open_supported(path: Path, allow_newer: bool = False) -> tuple[ReadConnection, int | None]:
-    """A read-only connection to an existing Hermes database of a supported schema, with its version."""
-    return open_hermes(path, allow_newer)
+    require_database_file(path)
+    conn = open_read_connection(path)
+    try:
+        _hermes_tables_present(path, conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def require_supported(path: Path, allow_newer: bool = False) -> int | None:
@@ -192,7 +185,7 @@ def require_supported(path: Path, allow_newer: bool = False) -> int | None:
 def reading(path: Path, allow_newer: bool = False) -> Iterator[sqlite3.Connection]:
     """Open an existing database to look: read-only, never created, nothing left beside it, closed
     afterwards. A newer schema is refused unless `allow_newer` (read commands)."""
-    conn, _version = open_supported(path, allow_newer)
+    conn, _version = open_hermes(path, allow_newer)
     try:
         yield conn
     finally:
@@ -216,12 +209,11 @@ def damage_found(conn: sqlite3.Connection) -> str | None:
     return None if lines == ["ok"] else " ".join(lines[0].split())[:200]
 
 
-def prove_sound(path: Path) -> None:
-    """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
-    else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
-    require_database_file(path)
+def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]]) -> int | None:
+    """The version `look` read, once the file it opened is sound (DamagedDatabaseError otherwise);
+    looked at again when a writer arrived during an immutable look (a checkpoint may have torn it)."""
     for _attempt in range(2):
-        conn = open_read_connection(path)
+        conn, version = look()
         try:
             problem = damage_found(conn)
             again = problem is not None and writer_arrived(conn, path)
@@ -233,15 +225,29 @@ def prove_sound(path: Path) -> None:
             break
     if problem is not None:
         raise DamagedDatabaseError(path, problem)
+    return version
+
+
+def prove_sound(path: Path) -> None:
+    """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
+    else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
+    require_database_file(path)
+    _proven(path, lambda: (open_read_connection(path), None))
+
+
+def require_sound(path: Path) -> int | None:
+    """require_supported and prove_sound in one look: an existing Hermes database of a supported
+    schema, sound, before anything writes to it; returns its stored version."""
+    require_database_file(path)
+    return _proven(path, lambda: _look(path, False, False, hermes=True))
 
 
 @contextmanager
 def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     """Open an existing supported, sound database to maintain it: writable, with its write runner,
     never upgraded."""
-    require_supported(path)  # refuses a missing, foreign or newer file before anything opens it for writing
+    require_sound(path)  # a missing, foreign, newer or damaged file is refused before anything writes
     remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
-    prove_sound(path)
     conn, runner = open_writable(path, threading.RLock())
     try:
         yield conn, runner
@@ -288,9 +294,9 @@ def _remove_new_empty_sidecars(path: Path, existed: list[bool]) -> None:
 def open_store(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
     """Open (creating if needed) and bring the schema to v6, one transaction per step."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    refuse_newer(path, peek_version(path))
-    if path.exists() and path.stat().st_size:
-        prove_sound(path)
+    if path.exists() and path.stat().st_size:  # a newer file refused, then a damaged one, in one look
+        require_database_file(path)
+        _proven(path, lambda: _look(path, False, False, hermes=False))
     conn, runner = open_writable(path, lock)
     try:
         report = bring_up_to_date(conn, runner.run)
