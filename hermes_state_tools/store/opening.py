@@ -20,7 +20,7 @@ from hermes_state_tools.core.connection import (
     looks_like_sqlite,
     retry_on_lock,
 )
-from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names, read_version
+from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
     DatabaseLockedError,
@@ -96,11 +96,6 @@ def on_newer_schema(listener: Callable[[Path, int], None] | None) -> None:
     """Register the one callback told when a read command reads a file of a newer schema."""
     global _newer_schema_listener
     _newer_schema_listener = listener
-
-
-def is_newer(version: int | None) -> bool:
-    """True for a file written by a newer Hermes (a schema version above the one this tool knows)."""
-    return version is not None and version > SCHEMA_VERSION
 
 
 def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) -> None:

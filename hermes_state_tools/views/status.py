@@ -8,8 +8,9 @@ from pathlib import Path
 
 from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.core.schema import is_newer
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
-from hermes_state_tools.store.opening import is_newer, open_hermes
+from hermes_state_tools.store.opening import open_hermes
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
 
