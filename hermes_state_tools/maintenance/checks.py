@@ -31,8 +31,7 @@ from hermes_state_tools.core.schema import (
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
 from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
-from hermes_state_tools.store.opening import open_hermes, open_read_connection, require_database_file
-from hermes_state_tools.store.read_open import writer_arrived
+from hermes_state_tools.store.opening import open_hermes, open_read_connection, require_database_file, writer_arrived
 from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 

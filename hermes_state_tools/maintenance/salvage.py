@@ -23,8 +23,7 @@ from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseEr
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
-from hermes_state_tools.store.opening import open_pages
-from hermes_state_tools.store.read_open import ReadConnection
+from hermes_state_tools.store.opening import ReadConnection, open_pages
 from hermes_state_tools.tables import fts
 
 PLACEHOLDER_SOURCE = "unknown"

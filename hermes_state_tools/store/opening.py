@@ -29,13 +29,11 @@ from hermes_state_tools.errors import (
     StorageIOError,
 )
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.read_open import (
-    ReadConnection,
-    open_for_reading,
-    open_own_pages,
-    snapshot,
-    writer_arrived,
-)
+
+# read_open is this module's private helper: what other modules need of it is re-exported here.
+from hermes_state_tools.store.read_open import ReadConnection as ReadConnection
+from hermes_state_tools.store.read_open import open_for_reading, open_own_pages, snapshot
+from hermes_state_tools.store.read_open import writer_arrived as writer_arrived
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
 
