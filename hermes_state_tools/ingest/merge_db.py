@@ -23,7 +23,6 @@ from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, batch
 from hermes_state_tools.ingest.units import ReadLog, Unit
 from hermes_state_tools.ingest.writer import Written, restore_parent_links
 from hermes_state_tools.store.opening import open_read_connection, open_readonly
-from hermes_state_tools.store.session_db import SessionDB
 
 
 def _unit(other: sqlite3.Connection, session_id: str, file: str, log: ReadLog) -> Unit | None:
@@ -103,9 +102,10 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
         if progress:
             progress.start(1)
         if dry_run:
+            run.note_upgrade(db_path, stats)
             _dry_run(db_path, _units(other, file, log), stats)
         else:
-            with SessionDB(db_path) as db:
+            with run.open_target(db_path, stats) as db:
                 parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
                                         _replanner(other, file), progress)
                 log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))

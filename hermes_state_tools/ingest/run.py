@@ -174,17 +174,27 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
 
 
 def prepare_schema(db_path: Path, stats: ImportStats) -> None:
-    """Refuse a damaged file (nothing writes into one, even when nothing is found to import); a dry
-    run says it would upgrade (and changes nothing). The backup is taken by the real run only once
-    files were found, right before the store is opened (import_paths)."""
+    """Refuse a foreign or newer file, and for a real run a damaged one (nothing writes into one),
+    whether or not anything is found to import."""
     if not (db_path.exists() and db_path.stat().st_size):
         return
-    version = require_supported(db_path)  # a foreign or newer file is refused, dry run or not
+    require_supported(db_path)
     if not stats.dry_run:
         prove_sound(db_path)
-    elif schema_change_pending(db_path):
-        stats.would_upgrade = {"from": version, "to": SCHEMA_VERSION,
+
+
+def note_upgrade(db_path: Path, stats: ImportStats) -> None:
+    """A dry run that found something to write says the real run would upgrade the file first."""
+    if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path):
+        stats.would_upgrade = {"from": require_supported(db_path), "to": SCHEMA_VERSION,
                                "backup_first": f"{db_path}.bak-<timestamp>"}
+
+
+def open_target(db_path: Path, stats: ImportStats) -> SessionDB:
+    """The store a real run writes into, opened (created, upgraded) only once something will be
+    written; when the opening changes the schema, the file as it was is backed up first."""
+    stats.backup = backup_if_schema_changes(db_path)
+    return SessionDB(db_path)
 
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
@@ -192,7 +202,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
-    # dry run or not); opening it for the import upgrades the schema: keep the file as it was first.
+    # dry run or not, files found or not); the store is opened (and upgraded) only to write.
     prepare_schema(db_path, stats)
     files, found = discover(paths)
     log.problems += found
@@ -203,10 +213,10 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     if progress:
         progress.start(len(files))
     if dry_run:
+        note_upgrade(db_path, stats)
         _dry_run(db_path, files, tz, source, stats, log)
     else:
-        stats.backup = backup_if_schema_changes(db_path)  # opening the store below upgrades it: keep it as it was
-        with SessionDB(db_path) as db:
+        with open_target(db_path, stats) as db:
             assert db._conn is not None
             # Durable against a crash of this process at any point (WAL); only a power cut could
             # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
