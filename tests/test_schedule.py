@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from hermes_state_tools.cli import main
-from hermes_state_tools.views.schedule import Installation, render
+from hermes_state_tools.maintenance.schedule import Installation, render
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = Installation("/home/alice/.local/bin/hermes-state", Path("/home/alice/.hermes"),
@@ -80,3 +80,13 @@ def test_schedule_prints_this_installations_absolute_command(monkeypatch: pytest
     assert f"ExecStart={Path(sys.executable).resolve()} -m hermes_state_tools maintain" in result.stdout
     assert "[Timer]" in result.stdout and "[Service]" in result.stdout
     assert CliRunner().invoke(main, ["schedule", "--print", "nosuch"]).exit_code == 2
+
+
+def test_the_job_maintains_the_database_named_with_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    other = tmp_path / "elsewhere" / "state.db"
+    for kind in ("cron", "systemd-service"):
+        named = CliRunner().invoke(main, ["--db", str(other), "schedule", "--print", kind]).stdout
+        default = CliRunner().invoke(main, ["schedule", "--print", kind]).stdout
+        assert f"--db {other.resolve()} maintain --json" in named  # the group option, before the command
+        assert "--db" not in default  # $HERMES_HOME/state.db: the job's own default

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -10,9 +11,9 @@ from pathlib import Path
 import click
 
 from hermes_state_tools.cli import helptext, main
-from hermes_state_tools.cli.base import common_options
+from hermes_state_tools.cli.base import common_options, settings
 from hermes_state_tools.core.paths import hermes_home
-from hermes_state_tools.views.schedule import KINDS, Installation, render
+from hermes_state_tools.maintenance.schedule import KINDS, Installation, render
 
 
 @main.command("help")
@@ -58,5 +59,8 @@ def schedule(kind: str) -> None:
       hermes-state schedule --print systemd-timer > ~/.config/systemd/user/hermes-state-maintain.timer
       hermes-state schedule --print cron | crontab -      # replaces your crontab: check with crontab -l first
     """
-    home = hermes_home().resolve()
-    click.echo(render(kind, Installation(_installed_command(), home, home / "logs", getpass.getuser())), nl=False)
+    home, command = hermes_home().resolve(), _installed_command()
+    db = settings().db.resolve()
+    if db != (home / "state.db"):  # --db names another file: the job must maintain that one
+        command += f" --db {shlex.quote(str(db))}"
+    click.echo(render(kind, Installation(command, home, home / "logs", getpass.getuser())), nl=False)

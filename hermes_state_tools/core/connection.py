@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from hermes_state_tools.errors import DatabaseLockedError, NotAHermesDatabaseError
+from hermes_state_tools.errors import DatabaseLockedError
 
 T = TypeVar("T")
 
@@ -91,29 +91,6 @@ def connect(path: Path, *, readonly: bool = False, immutable: bool = False) -> s
                                isolation_level=None)
     conn.row_factory = sqlite3.Row
     return conn
-
-
-def read_only_peek(path: Path, read: Callable[[sqlite3.Connection], T]) -> T:
-    """Run one read on a read-only connection that cannot change the file, even on close.
-
-    A read-write connection that closes last checkpoints the WAL into the main file, so
-    a file that must keep its bytes (a newer schema) is only ever looked at this way.
-    """
-    # Without a WAL file nobody has the database open in WAL mode, and the whole state is in
-    # the main file: an immutable look then leaves no -wal/-shm behind.
-    wal_absent = not path.with_name(path.name + "-wal").exists()
-    try:
-        conn = connect(path, readonly=True, immutable=wal_absent)
-    except sqlite3.Error as exc:
-        raise NotAHermesDatabaseError(f"{path}: cannot open read-only ({exc})") from exc
-    try:
-        return read(conn)
-    except sqlite3.DatabaseError as exc:
-        if is_lock_error(exc):
-            raise DatabaseLockedError(f"{path}: database is locked ({exc})") from exc
-        raise NotAHermesDatabaseError(f"{path}: not a readable SQLite database ({exc})") from exc
-    finally:
-        conn.close()
 
 
 _lock_wait_notice: Callable[[], None] | None = None

@@ -12,13 +12,6 @@ from hermes_state_tools.tables.fts import missing_objects
 from hermes_state_tools.views.sessions import require_sources
 
 
-def search_file(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
-                limit: int = 20) -> list[dict[str, Any]]:
-    """`search_messages` on the database at `path`, read-only; a missing index is a clear error."""
-    results: list[dict[str, Any]] = search_report(path, query, source_filter, role_filter, limit)["results"]
-    return results
-
-
 def search_report(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
                   limit: int = 20) -> dict[str, Any]:
     """The results, and `ranked_among`: None when every match was ranked, else how many of the newest

@@ -74,12 +74,6 @@ def require_sources(conn: sqlite3.Connection, wanted: list[str] | None) -> None:
             raise UnknownSourceError(f"no session has source {source!r} (known sources: {listed})")
 
 
-def list_sessions(path: Path, source: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
-    """Top-level conversations newest first, with preview (compressed ones shown as their live tip)."""
-    sessions: list[dict[str, Any]] = list_page(path, source, limit)["sessions"]
-    return sessions
-
-
 def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any]:
     """A compression chain shown as its tip: also how many sessions and messages the chain holds
     and when it started, the same sessions `lineage` lists above the tip."""
@@ -96,7 +90,8 @@ def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any
 
 
 def list_page(path: Path, source: str | None = None, limit: int = 20) -> dict[str, Any]:
-    """One page of `list_sessions` and how many top-level conversations there are in all."""
+    """One page of the session list (top-level conversations newest first, with preview), and how many
+    top-level conversations there are in all."""
     with reading(path, allow_newer=True) as conn:
         require_sources(conn, [source] if source else None)
         items = session_list.list_rich(conn, source=source, limit=limit)
