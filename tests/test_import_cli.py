@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -222,6 +224,34 @@ def test_an_older_schema_is_upgraded_after_a_backup_and_dry_run_leaves_it_alone(
     assert counts(dry) == counts(real) == (6, 0, 26, 4, 8)
     assert content(Path(real["backup"])) == rows
     assert len(sessions(path)) == len(rows["sessions"]) + 6 and fts_in_sync(path)
+
+
+@pytest.mark.parametrize("options", [[], ["--dry-run"]])
+def test_an_empty_folder_against_an_older_schema_takes_no_backup_and_changes_nothing(tmp_path, options):
+    # Nothing found means nothing is written: no `.bak-*` beside the file and no upgrade (it used to
+    # back up before looking for files, then return without upgrading).
+    path = load_fixture("v5", tmp_path)
+    before = file_digests(path)
+    (tmp_path / "empty").mkdir()
+    code, doc = import_json(path, tmp_path / "empty", options=options)
+    assert code == 0 and [p["kind"] for p in doc["problems"]] == ["nothing_found"]
+    assert doc["backup"] is None and file_digests(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", path.name]
+
+
+@pytest.mark.parametrize("fixture, code, says", [("trap_version_7", 3, "version 7"), (None, 2, "no Hermes schema")])
+def test_an_empty_folder_against_a_refused_file_is_still_refused(tmp_path, fixture, code, says):
+    if fixture is None:
+        path = tmp_path / "other.db"
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("CREATE TABLE notes (body TEXT)")
+    else:
+        path = load_fixture(fixture, tmp_path)
+    before = file_digests(path)
+    (tmp_path / "empty").mkdir()
+    result = cli("--db", path, "import-jsonl", tmp_path / "empty", "--no-progress")
+    assert result.exit_code == code and len(result.stderr.splitlines()) == 1 and says in result.stderr
+    assert file_digests(path) == before
 
 
 def test_unknown_time_zone_is_a_usage_error(db_path):

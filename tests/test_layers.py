@@ -144,3 +144,15 @@ def test_the_rule_catches_an_import_against_the_direction(tmp_path, name, line):
     bad = tmp_path / "module.py"
     bad.write_text(line + "\n")
     assert violations(name, bad)
+
+
+# Private helpers: the one module each belongs to is the only one that imports it.
+PRIVATE = {f"{PACKAGE}.store.read_open": f"{PACKAGE}.store.opening"}
+
+
+def test_a_private_helper_is_imported_only_by_its_owner():
+    wrong = [f"{name} line {line}: imports {module}"
+             for name, path in MODULES.items() for line, module in _imports(name, path)
+             for helper, owner in PRIVATE.items()
+             if (module == helper or module.startswith(helper + ".")) and name not in (helper, owner)]
+    assert not wrong, "\n".join(wrong)

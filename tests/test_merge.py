@@ -142,3 +142,16 @@ def test_a_parent_missing_from_both_is_reported_once_and_a_rerun_changes_nothing
     assert first["sessions_created"] == 1 and first["problem_counts"] == {"missing_parent": 1}
     _code, again = merge_json(tmp_path / "state.db", other)
     assert (again["sessions_updated"], again["messages_imported"], again["problems"]) == (0, 0, [])
+
+
+def test_merging_into_an_older_schema_backs_it_up_first_and_a_dry_run_says_so(tmp_path):
+    ours = load_fixture("v5", tmp_path)
+    before = file_digests(ours)
+    other = store(tmp_path / "other.db", {"m1": [("user", "hello")]})
+    code, dry = merge_json(ours, other, "--dry-run")
+    assert code == 0 and dry["backup"] is None and file_digests(ours) == before
+    assert dry["would_upgrade"] == {"from": 5, "to": 6, "backup_first": f"{ours}.bak-<timestamp>"}
+    code, real = merge_json(ours, other)
+    assert code == 0 and Path(real["backup"]).name.startswith("v5.db.bak-")
+    assert query(Path(real["backup"]), "SELECT MAX(version) AS v FROM schema_version") == [{"v": 5}]
+    assert query(ours, "SELECT MAX(version) AS v FROM schema_version") == [{"v": 6}]

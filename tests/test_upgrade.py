@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -341,3 +342,37 @@ def test_random_old_data_upgrades_with_nothing_lost(tmp_path_factory, version, s
     titles = [r["title"] for r in after["sessions"].values() if r["title"] is not None]
     assert len(titles) == len(set(titles))
     _fts_in_sync(_connect(path))
+
+
+# -- the one backup-before-schema-change decision and the dry runs' scratch copy ---------------------
+
+@pytest.mark.parametrize(("name", "backs_up"), [("v5", True), ("trap_no_indexes", True), ("v6", False)])
+def test_a_backup_is_taken_only_when_opening_as_a_store_would_change_the_schema(tmp_path, name, backs_up):
+    from hermes_state_tools.store.backup import backup_if_schema_changes
+
+    path = load_fixture(name, tmp_path)
+    before = _sha(path)
+    made = backup_if_schema_changes(path)
+    assert (made is not None) == backs_up and _sha(path) == before
+    backups = sorted(p.name for p in tmp_path.iterdir() if ".bak-" in p.name)
+    assert backups == ([Path(made).name] if made else [])
+    if made:
+        with closing(sqlite3.connect(made)) as kept, closing(sqlite3.connect(path)) as original:
+            assert read_version(kept) == read_version(original)
+    assert backup_if_schema_changes(tmp_path / "missing.db") is None
+
+
+@pytest.mark.parametrize("as_is", [False, True])
+def test_a_scratch_copy_holds_the_committed_rows_and_goes_away(tmp_path, as_is):
+    from hermes_state_tools.store.backup import scratch_copy
+
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.create_session("s1", source="cli")
+        with SessionDB(path) as held:  # the row is still in the -wal while this connection is open
+            assert held.get_session("s1") is not None
+            with scratch_copy(path, as_is=as_is) as copy:
+                assert copy.parent != path.parent
+                with closing(sqlite3.connect(copy)) as conn:
+                    assert conn.execute("SELECT id FROM sessions").fetchall() == [("s1",)]
+    assert not copy.exists() and not copy.parent.exists()

@@ -12,6 +12,13 @@ from dataclasses import dataclass
 SCHEMA_VERSION = 6
 
 
+def is_newer(version: int | None) -> bool:
+    """True for a file written by a newer Hermes: a stored schema version above the one this tool
+    knows. What follows from it (refused for writing, read with a warning) is store/opening.py's
+    refuse_newer; the upgrade never lowers such a version (upgrade/steps.py)."""
+    return version is not None and version > SCHEMA_VERSION
+
+
 @dataclass(frozen=True)
 class Column:
     name: str

@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
-from hermes_state_tools.core.connection import connect
 from hermes_state_tools.core.records import LegacySession
 from hermes_state_tools.errors import SameDatabaseError
 from hermes_state_tools.ingest import run
@@ -24,7 +23,6 @@ from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, batch
 from hermes_state_tools.ingest.units import ReadLog, Unit
 from hermes_state_tools.ingest.writer import Written, restore_parent_links
 from hermes_state_tools.store.opening import open_read_connection, open_readonly
-from hermes_state_tools.store.session_db import SessionDB
 
 
 def _unit(other: sqlite3.Connection, session_id: str, file: str, log: ReadLog) -> Unit | None:
@@ -49,7 +47,7 @@ def _units(other: sqlite3.Connection, file: str, log: ReadLog) -> Iterator[Unit]
 
 
 def _local_batches(db_path: Path, units: Iterator[Unit]) -> Generator[Batch, None, None]:
-    conn = connect(db_path, readonly=True)
+    conn = open_read_connection(db_path)  # leaves no -wal/-shm beside the database
     try:
         known = stored_session_ids(conn)
         for items in batches(p for unit in units if (p := prepare(conn, unit, known=known)) is not None):
@@ -104,9 +102,10 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
         if progress:
             progress.start(1)
         if dry_run:
+            run.note_upgrade(db_path, stats)
             _dry_run(db_path, _units(other, file, log), stats)
         else:
-            with SessionDB(db_path) as db:
+            with run.open_target(db_path, stats) as db:
                 parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
                                         _replanner(other, file), progress)
                 log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))

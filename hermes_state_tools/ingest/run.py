@@ -20,8 +20,13 @@ from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
-from hermes_state_tools.store.backup import backup_before_schema_change
-from hermes_state_tools.store.opening import open_read_connection, peek_version, prove_sound, schema_change_pending
+from hermes_state_tools.store.backup import backup_if_schema_changes
+from hermes_state_tools.store.opening import (
+    open_read_connection,
+    prove_sound,
+    require_supported,
+    schema_change_pending,
+)
 from hermes_state_tools.store.session_db import SessionDB
 
 # Below this many files a second process costs more to start than it saves.
@@ -169,19 +174,27 @@ def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | 
 
 
 def prepare_schema(db_path: Path, stats: ImportStats) -> None:
-    """Refuse a damaged file; back the file up before the run upgrades it; a dry run says it would
-    (and changes nothing)."""
+    """Refuse a foreign or newer file, and for a real run a damaged one (nothing writes into one),
+    whether or not anything is found to import."""
     if not (db_path.exists() and db_path.stat().st_size):
         return
+    require_supported(db_path)
     if not stats.dry_run:
-        prove_sound(db_path)  # nothing writes into a damaged file, even when nothing is found to import
-    if not schema_change_pending(db_path):
-        return
-    if stats.dry_run:
-        stats.would_upgrade = {"from": peek_version(db_path), "to": SCHEMA_VERSION,
+        prove_sound(db_path)
+
+
+def note_upgrade(db_path: Path, stats: ImportStats) -> None:
+    """A dry run that found something to write says the real run would upgrade the file first."""
+    if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path):
+        stats.would_upgrade = {"from": require_supported(db_path), "to": SCHEMA_VERSION,
                                "backup_first": f"{db_path}.bak-<timestamp>"}
-    else:
-        stats.backup = str(backup_before_schema_change(db_path))
+
+
+def open_target(db_path: Path, stats: ImportStats) -> SessionDB:
+    """The store a real run writes into, opened (created, upgraded) only once something will be
+    written; when the opening changes the schema, the file as it was is backed up first."""
+    stats.backup = backup_if_schema_changes(db_path)
+    return SessionDB(db_path)
 
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
@@ -189,7 +202,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
-    # dry run or not); opening it for the import upgrades the schema: keep the file as it was first.
+    # dry run or not, files found or not); the store is opened (and upgraded) only to write.
     prepare_schema(db_path, stats)
     files, found = discover(paths)
     log.problems += found
@@ -200,9 +213,10 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     if progress:
         progress.start(len(files))
     if dry_run:
+        note_upgrade(db_path, stats)
         _dry_run(db_path, files, tz, source, stats, log)
     else:
-        with SessionDB(db_path) as db:
+        with open_target(db_path, stats) as db:
             assert db._conn is not None
             # Durable against a crash of this process at any point (WAL); only a power cut could
             # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.

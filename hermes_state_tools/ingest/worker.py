@@ -27,18 +27,19 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from hermes_state_tools.core.connection import connect
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
 from hermes_state_tools.ingest.existing import stored_session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
 from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
+from hermes_state_tools.store.opening import open_read_connection
 
 
 def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
                      log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
     """Units read from `files`, planned against the database as it is (None: no database yet)."""
-    conn = connect(db_path, readonly=True) if db_path is not None else None
+    # The opener's read-only look (store/opening.py): no -wal/-shm left beside the database.
+    conn = open_read_connection(db_path) if db_path is not None else None
     try:
         known = stored_session_ids(conn) if conn is not None else set()
         reader = UnitReader(files, tz, source, log, parent_links(conn))

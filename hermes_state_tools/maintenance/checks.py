@@ -24,15 +24,14 @@ from hermes_state_tools.core.schema import (
     INDEXES,
     SCHEMA_VERSION,
     TRIGGERS,
+    is_newer,
     object_names,
-    read_version,
     table_columns,
 )
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
-from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
+from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
-from hermes_state_tools.store.opening import open_read_connection, refuse_newer, require_database_file
-from hermes_state_tools.store.read_open import writer_arrived
+from hermes_state_tools.store.opening import open_hermes, open_read_connection, require_database_file, writer_arrived
 from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
@@ -321,13 +320,6 @@ class CheckReport:
                 "sqlite_version": sqlite_version()}
 
 
-def _version(conn: sqlite3.Connection) -> int | None:
-    try:
-        return read_version(conn)
-    except sqlite3.DatabaseError:
-        return None  # a damaged schema_version table: `integrity` names it
-
-
 def check_report(path: Path, quick: bool = False, progress: Steps | None = None) -> CheckReport:
     """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
     written and nothing is left beside it. A newer schema gets the file-level checks only."""
@@ -340,15 +332,12 @@ def check_report(path: Path, quick: bool = False, progress: Steps | None = None)
 
 def _check_once(path: Path, quick: bool, progress: Steps | None) -> tuple[CheckReport, bool]:
     try:
-        conn = open_read_connection(path)
+        # a damaged schema_version table reads as no version: `integrity` names it
+        conn, version = open_hermes(path, allow_newer=True, tolerant_version=True)
     except DamagedDatabaseError as exc:
         return _unreadable(exc), False
     try:
-        if not {"sessions", "messages"} <= object_names(conn, "table"):
-            raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
-        version = _version(conn)
-        refuse_newer(path, version, allow_newer=True)
-        newer = version is not None and version > SCHEMA_VERSION
+        newer = is_newer(version)
         findings, skipped = _run_in_two_threads(path, conn, quick, progress, newer)
         report = CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
         return report, report.damaged and writer_arrived(conn, path)

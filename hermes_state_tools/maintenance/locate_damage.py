@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from hermes_state_tools.core.connection import is_corrupt
-from hermes_state_tools.store.read_open import ReadConnection
+from hermes_state_tools.store.opening import ReadConnection
 
 CANONICAL_TABLES = frozenset({"sessions", "messages", "schema_version", "sqlite_sequence"})
 _MAX_LINES = 100

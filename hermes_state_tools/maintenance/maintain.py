@@ -12,7 +12,7 @@ from hermes_state_tools.maintenance.checks import check_report
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import file_bytes, free_bytes, optimize_fts, vacuum_now, worth_vacuuming
 from hermes_state_tools.search import trigram
-from hermes_state_tools.store.opening import reading, writing
+from hermes_state_tools.store.opening import require_supported, writing
 from hermes_state_tools.tables import extras
 
 
@@ -20,8 +20,7 @@ def maintain_file(path: Path, progress: Steps | None = None) -> dict[str, Any]:
     """The scheduled job: check, repair what is safe, optimize FTS, vacuum when the free space is worth it.
 
     One check on a healthy file; a second only after a repair changed something."""
-    with reading(path):
-        pass  # first: it refuses a missing, foreign or newer file
+    require_supported(path)  # first: it refuses a missing, foreign or newer file
     checked = check_report(path, progress=progress)
     problems = checked.findings
     before = file_bytes(path)

@@ -8,9 +8,7 @@ refused (DamagedDatabaseError): `recover` salvages what is readable into a new f
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +20,8 @@ from hermes_state_tools.core.words import plural
 from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.maintenance.recover import rebuild_in_place
-from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
-from hermes_state_tools.store.opening import reading, writing
+from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
+from hermes_state_tools.store.opening import require_supported, writing
 from hermes_state_tools.tables import counters, foreign_rows, fts, lineage, titles
 from hermes_state_tools.upgrade import steps
 
@@ -212,10 +210,8 @@ def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
 def _dry_run(path: Path, problems: tuple[Finding, ...], progress: Steps | None) -> RepairReport:
     """The same repair on a verified copy: the report is exact and the file is not even opened for writing
     (opening for writing alone may switch a rollback-journal file to WAL)."""
-    with tempfile.TemporaryDirectory(prefix="hermes-state-repair-") as scratch:
-        copy = Path(scratch) / path.name
-        step(progress, "copying for the dry run")
-        backup_database(path, copy)
+    step(progress, "copying for the dry run")
+    with scratch_copy(path, prefix="hermes-state-repair-") as copy:
         done = repair_file(copy, problems=problems, progress=progress)
     return RepairReport(problems, done.changes, done.unfixed, True)
 
@@ -238,12 +234,7 @@ def _repair_damage(path: Path, problems: tuple[Finding, ...], dry_run: bool) -> 
         raise DamagedDatabaseError(path, f"canonical data is damaged ({', '.join(canonical)}); "
                                          "repair cannot bring it back")
     if dry_run:
-        with tempfile.TemporaryDirectory(prefix="hermes-state-repair-") as scratch:
-            copy = Path(scratch) / path.name
-            shutil.copyfile(path, copy)
-            wal = path.with_name(path.name + "-wal")
-            if wal.exists():
-                shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        with scratch_copy(path, as_is=True, prefix="hermes-state-repair-") as copy:  # the backup API refuses damage
             done = _repair_damage(copy, problems, False)
         return RepairReport(problems, done.changes, done.unfixed, True)
     doc = rebuild_in_place(path)
@@ -256,8 +247,7 @@ def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...]
     """Check (unless findings are given), fix them in one transaction (on a copy for a dry run), check again.
 
     Healthy: one check and no write lock. The check runs again only when a fix ran."""
-    with reading(path):
-        pass  # refuses a missing, foreign or newer file (a newer schema is never written)
+    require_supported(path)  # refuses a missing, foreign or newer file (a newer schema is never written)
     problems = tuple(check_file(path, progress=progress)) if problems is None else problems
     if not problems:
         return RepairReport((), (), (), dry_run)  # healthy: no write lock taken at all
@@ -266,11 +256,8 @@ def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...]
         return _repair_damage(path, problems, dry_run)
     if dry_run:
         return _dry_run(path, problems, progress)
-    backup = None
-    if "schema_version" in kinds:
-        # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
-        step(progress, "backup")
-        backup = str(backup_before_schema_change(path))
+    # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
+    backup = backup_if_schema_changes(path, progress) if "schema_version" in kinds else None
     step(progress, "fixing")
     with writing(path) as (_conn, runner):
         changes = runner.run(lambda c: apply_fixes(c, kinds))

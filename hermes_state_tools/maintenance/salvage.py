@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt
-from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
-from hermes_state_tools.store.read_open import ReadConnection, open_checked, snapshot
+from hermes_state_tools.store.opening import ReadConnection, open_pages
 from hermes_state_tools.tables import fts
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -76,18 +75,9 @@ class _Source:
 
 
 def _open_source(source: Path, workdir: Path) -> _Source:
-    """Immutable when nothing waits in a WAL; else db + WAL copied into `workdir` and the copy read."""
-    wal = sidecar_paths(source)[0]
-    if wal.exists() and wal.stat().st_size > 0:
-        folder, copy = snapshot(source, workdir)
-        conn = open_checked(copy, "copy", True)
-        try:  # the private copy: its WAL folded into its main file, which the page scan reads
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.DatabaseError:
-            pass
-        src = _Source(conn, copy, folder)
-    else:
-        src = _Source(open_checked(source, "immutable", True), source, None)
+    """Read in place when nothing waits in a WAL; else a replayed copy in `workdir` (store/opening.py)."""
+    conn, scan_path, folder = open_pages(source, workdir)
+    src = _Source(conn, scan_path, folder)
     src.conn.row_factory = None
     src.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")  # undecodable text must not end a range
     return src

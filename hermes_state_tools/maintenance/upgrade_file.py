@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.store.backup import backup_before_schema_change, backup_database
+from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.opening import open_store, prove_sound, schema_change_pending
+from hermes_state_tools.store.opening import open_store, require_sound
 
 
 @dataclass(frozen=True)
@@ -37,20 +36,15 @@ def _run_upgrade(path: Path, backup: str | None, dry_run: bool) -> UpgradeFileRe
 def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
-    needed = schema_change_pending(path)  # refuses a missing, foreign or newer file first
+    # A missing, foreign or newer file is refused first; a damaged one (65) before any .bak is made of it.
+    require_sound(path)
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
-    prove_sound(path)  # before the backup: a damaged file is refused (65), no .bak made of it
     if dry_run:
-        with tempfile.TemporaryDirectory(prefix="hermes-state-dry-run-") as scratch:
-            copy = Path(scratch) / path.name
-            step(progress, "copying for the dry run")
-            backup_database(path, copy)
+        step(progress, "copying for the dry run")
+        with scratch_copy(path) as copy:
             step(progress, "upgrading the copy")
             return _run_upgrade(copy, None, True)
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
-    backup_path = None
-    if backup and needed:
-        step(progress, "backup")
-        backup_path = str(backup_before_schema_change(path))
+    backup_path = backup_if_schema_changes(path, progress) if backup else None
     step(progress, "upgrading")
     return _run_upgrade(path, backup_path, False)

@@ -6,19 +6,44 @@ next run removes."""
 from __future__ import annotations
 
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core import paths
 from hermes_state_tools.core.connection import is_corrupt, is_io_error
+from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.errors import BackupError, DamagedDatabaseError, DestinationExistsError, StorageIOError
+from hermes_state_tools.errors import (
+    BackupError,
+    DamagedDatabaseError,
+    DatabaseLockedError,
+    DestinationExistsError,
+    NotAHermesDatabaseError,
+    StorageIOError,
+)
 from hermes_state_tools.store.files import dated_name, place, remove_stale_temps, remove_with_sidecars, temp_beside
-from hermes_state_tools.store.opening import open_readonly, reading
-from hermes_state_tools.store.read_open import open_for_reading
+from hermes_state_tools.store.opening import (
+    copy_as_is,
+    map_open_error,
+    open_read_connection,
+    open_readonly,
+    require_supported,
+    schema_change_pending,
+)
 
-__all__ = ["BackupError", "BackupResult", "backup_before_schema_change", "backup_database", "backup_into_folder",
-           "timestamped_path", "verify"]
+__all__ = [
+    "BackupError",
+    "BackupResult",
+    "backup_database",
+    "backup_if_schema_changes",
+    "backup_into_folder",
+    "scratch_copy",
+    "timestamped_path",
+    "verify",
+]
 
 BACKUP_PREFIX = ".bak-"
 
@@ -41,18 +66,24 @@ def timestamped_path(db_path: Path, folder: Path | None = None) -> Path:
     return dated_name(db_path, BACKUP_PREFIX.strip(".-"), folder)
 
 
+def _read_copy(dest: Path) -> tuple[list[str], tuple[int, int]]:
+    """integrity_check and the row counts of the copy, sqlite3 errors mapped by the opener."""
+    conn = open_read_connection(dest, tolerate_schema_damage=False)
+    try:
+        return [row[0] for row in conn.execute("PRAGMA integrity_check")], _counts(conn)
+    except sqlite3.DatabaseError as exc:
+        raise map_open_error(dest, exc) from exc
+    finally:
+        conn.close()
+
+
 def verify(dest: Path, expected: tuple[int, int]) -> None:
     """Reopen the copy: it must pass `integrity_check` and hold the same row counts."""
     try:
-        conn = open_for_reading(dest, tolerate_schema_damage=False)
-        try:
-            result = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-            counts = _counts(conn)
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        if is_corrupt(exc):  # the copy holds the source's pages as they are: the source is damaged
-            raise DamagedDatabaseError(dest, f"the copy does not verify: {' '.join(str(exc).split())}") from exc
+        result, counts = _read_copy(dest)
+    except DamagedDatabaseError as exc:  # the copy holds the source's pages as they are: the source is damaged
+        raise DamagedDatabaseError(dest, f"the copy does not verify: {exc.detail}") from exc
+    except (NotAHermesDatabaseError, StorageIOError, DatabaseLockedError) as exc:
         raise BackupError(f"{dest}: backup does not open ({exc})") from exc
     if result != ["ok"]:
         raise DamagedDatabaseError(dest, f"the copy failed integrity_check: {' '.join(result[0].split())[:200]}")
@@ -110,10 +141,31 @@ def backup_database(source: Path, dest: Path) -> BackupResult:
     return BackupResult(dest, expected[0], expected[1], size)
 
 
-def backup_before_schema_change(path: Path) -> Path:
-    """The verified `state.db.bak-<timestamp>` taken before anything changes a file's schema
-    (upgrade, an import that upgrades, repair of the schema), so the file as it was can come back."""
-    return backup_database(path, timestamped_path(path)).path
+def backup_if_schema_changes(path: Path, progress: Steps | None = None) -> str | None:
+    """THE decision to back up before a schema change, taken by whatever is about to open `path` as a
+    store (upgrade, an import that writes, repair of the schema): the verified `state.db.bak-<timestamp>`
+    when opening it would change its schema (an upgrade step or a structure repair is due), so the
+    file as it was can come back; else None and nothing is copied. Call it only once it is certain
+    the file will be written."""
+    if not (path.exists() and path.stat().st_size) or not schema_change_pending(path):
+        return None
+    step(progress, "backup")
+    return str(backup_database(path, timestamped_path(path)).path)
+
+
+@contextmanager
+def scratch_copy(path: Path, *, as_is: bool = False, prefix: str = "hermes-state-dry-run-") -> Iterator[Path]:
+    """A private copy of `path` for a dry run (the same work on the copy makes the report exact and
+    leaves the file untouched), removed afterwards. The backup API makes a consistent, verified copy
+    of a live file; `as_is` copies the bytes with the WAL instead, for a damaged file the backup's
+    verification would refuse."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        if as_is:
+            yield copy_as_is(path, Path(scratch) / "copy")
+        else:
+            copy = Path(scratch) / path.name
+            backup_database(path, copy)
+            yield copy
 
 
 def _dated_backups(source: Path, folder: Path) -> list[Path]:
@@ -147,8 +199,7 @@ class BackupReport(Report):
 
 def backup_file(source: Path, dest: Path, keep: int | None = None) -> BackupReport:
     """Online copy of `source` to `dest` (a file that must not exist, or a folder for a dated copy), verified."""
-    with reading(source, allow_newer=True):
-        pass  # a missing or foreign source is refused before `dest` is created
+    require_supported(source, allow_newer=True)  # a missing or foreign source is refused before `dest` is created
     removed: list[Path] = []
     if dest.is_dir() or keep is not None:
         dest.mkdir(parents=True, exist_ok=True)

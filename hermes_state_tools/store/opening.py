@@ -20,7 +20,7 @@ from hermes_state_tools.core.connection import (
     looks_like_sqlite,
     retry_on_lock,
 )
-from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names, read_version
+from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
     DatabaseLockedError,
@@ -29,7 +29,11 @@ from hermes_state_tools.errors import (
     StorageIOError,
 )
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.read_open import ReadConnection, open_for_reading, writer_arrived
+
+# read_open is this module's private helper: what other modules need of it is re-exported here.
+from hermes_state_tools.store.read_open import ReadConnection as ReadConnection
+from hermes_state_tools.store.read_open import open_for_reading, open_own_pages, snapshot
+from hermes_state_tools.store.read_open import writer_arrived as writer_arrived
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
 
@@ -60,27 +64,26 @@ def map_open_error(path: Path, exc: sqlite3.Error) -> Exception:
     return NotAHermesDatabaseError(f"{path}: unreadable database ({exc})")
 
 
-def open_read_connection(path: Path) -> ReadConnection:
-    """A read-only connection that leaves no file beside `path` (see read_open), errors mapped."""
+def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True) -> ReadConnection:
+    """A read-only connection that leaves no file beside `path` (see read_open), errors mapped; a
+    malformed schema is read around (writable_schema) unless `tolerate_schema_damage` is False."""
     try:
-        return open_for_reading(path)
+        return open_for_reading(path, tolerate_schema_damage=tolerate_schema_damage)
     except sqlite3.Error as exc:
         raise map_open_error(path, exc) from exc
 
 
-def peek_version(path: Path) -> int | None:
-    """The stored schema version, read without any chance of changing the file (None: no file or no row)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    if not path.is_file() or not looks_like_sqlite(path):
-        raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
-    conn = open_read_connection(path)
-    try:
-        return read_version(conn)
-    except sqlite3.Error as exc:
-        raise map_open_error(path, exc) from exc
-    finally:
-        conn.close()
+def open_pages(path: Path, workdir: Path) -> tuple[ReadConnection, Path, Path | None]:
+    """For salvage, which reads the file's pages itself: a read-only connection, the file whose pages
+    hold every committed row, and the snapshot folder (in `workdir`, None: the file is read in place).
+    sqlite3 errors are raised as SQLite gives them: salvage reads around damage itself."""
+    return open_own_pages(path, workdir)
+
+
+def copy_as_is(path: Path, folder: Path) -> Path:
+    """`path` with its -wal/-journal copied into the new private `folder` byte for byte (a damaged file
+    too, which the backup API would refuse); the copy's path."""
+    return snapshot(path, folder)[1]
 
 
 # Who hears that a newer schema is being read (the CLI prints one warning line); set per invocation.
@@ -99,7 +102,7 @@ def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) 
     Reading it is allowed where the caller says so (`allow_newer`): every later schema keeps the
     v6 columns, which is all a read command uses; the listener is told once per file.
     """
-    if version is None or version <= SCHEMA_VERSION:
+    if version is None or not is_newer(version):
         return
     if not allow_newer:
         raise SchemaTooNewError(path, version, SCHEMA_VERSION)
@@ -107,42 +110,75 @@ def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) 
         _newer_schema_listener(path, version)
 
 
-def open_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection to an existing file holding the Hermes tables (any version)."""
-    require_database_file(path)
-    conn = open_read_connection(path)
+def _hermes_tables_present(path: Path, conn: sqlite3.Connection) -> None:
+    """Refuse a database that is not Hermes' (no sessions/messages tables)."""
     try:
         tables = object_names(conn, "table")
     except sqlite3.DatabaseError as exc:
-        conn.close()
         raise map_open_error(path, exc) from exc
     if not {"sessions", "messages"} <= tables:
-        conn.close()
         raise NotAHermesDatabaseError(f"{path}: holds no Hermes schema (no sessions/messages tables)")
-    return conn
 
 
-def open_supported(path: Path, allow_newer: bool = False) -> tuple[sqlite3.Connection, int | None]:
-    """A read-only connection to an existing Hermes database of a supported schema, with its version."""
-    # The version is read first by a look that leaves no -wal/-shm behind, so a newer file keeps every byte.
-    require_database_file(path)
-    if not allow_newer:
-        refuse_newer(path, peek_version(path))
-    conn = open_readonly(path)
+def _stored_version(path: Path, conn: sqlite3.Connection, tolerant: bool) -> int | None:
     try:
-        version = read_version(conn)
+        return read_version(conn)
+    except sqlite3.DatabaseError as exc:
+        if tolerant:
+            return None  # a damaged schema_version table: the check's `integrity` names it
+        raise map_open_error(path, exc) from exc
+
+
+def _look(path: Path, allow_newer: bool, tolerant_version: bool,
+          hermes: bool) -> tuple[ReadConnection, int | None]:
+    """One read-only connection and the stored version, the newer-schema rule applied (before the
+    table guard, so a newer file is refused as newer) and, if `hermes`, the Hermes tables required."""
+    conn = open_read_connection(path)
+    try:
+        version = _stored_version(path, conn, tolerant_version)
         refuse_newer(path, version, allow_newer=allow_newer)
+        if hermes:
+            _hermes_tables_present(path, conn)
     except BaseException:
         conn.close()
         raise
     return conn, version
 
 
+def open_hermes(path: Path, allow_newer: bool = False, *,
+                tolerant_version: bool = False) -> tuple[ReadConnection, int | None]:
+    """A read-only connection to an existing Hermes database (any version if `allow_newer`, else a
+    supported one), with its stored version (None: none recorded, or unreadable if `tolerant_version`).
+    Every look leaves no -wal/-shm behind, so a newer file keeps every byte."""
+    require_database_file(path)
+    return _look(path, allow_newer, tolerant_version, hermes=True)
+
+
+def open_readonly(path: Path) -> ReadConnection:
+    """A read-only connection to an existing file holding the Hermes tables (any version)."""
+    require_database_file(path)
+    conn = open_read_connection(path)
+    try:
+        _hermes_tables_present(path, conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def require_supported(path: Path, allow_newer: bool = False) -> int | None:
+    """Refuse a missing, foreign or (unless `allow_newer`) newer file before anything else touches
+    it; returns its stored version. One read-only look, closed at once."""
+    conn, version = open_hermes(path, allow_newer)
+    conn.close()
+    return version
+
+
 @contextmanager
 def reading(path: Path, allow_newer: bool = False) -> Iterator[sqlite3.Connection]:
     """Open an existing database to look: read-only, never created, nothing left beside it, closed
     afterwards. A newer schema is refused unless `allow_newer` (read commands)."""
-    conn, _version = open_supported(path, allow_newer)
+    conn, _version = open_hermes(path, allow_newer)
     try:
         yield conn
     finally:
@@ -166,12 +202,11 @@ def damage_found(conn: sqlite3.Connection) -> str | None:
     return None if lines == ["ok"] else " ".join(lines[0].split())[:200]
 
 
-def prove_sound(path: Path) -> None:
-    """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
-    else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
-    require_database_file(path)
+def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]]) -> int | None:
+    """The version `look` read, once the file it opened is sound (DamagedDatabaseError otherwise);
+    looked at again when a writer arrived during an immutable look (a checkpoint may have torn it)."""
     for _attempt in range(2):
-        conn = open_read_connection(path)
+        conn, version = look()
         try:
             problem = damage_found(conn)
             again = problem is not None and writer_arrived(conn, path)
@@ -183,16 +218,29 @@ def prove_sound(path: Path) -> None:
             break
     if problem is not None:
         raise DamagedDatabaseError(path, problem)
+    return version
+
+
+def prove_sound(path: Path) -> None:
+    """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
+    else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
+    require_database_file(path)
+    _proven(path, lambda: (open_read_connection(path), None))
+
+
+def require_sound(path: Path) -> int | None:
+    """require_supported and prove_sound in one look: an existing Hermes database of a supported
+    schema, sound, before anything writes to it; returns its stored version."""
+    require_database_file(path)
+    return _proven(path, lambda: _look(path, False, False, hermes=True))
 
 
 @contextmanager
 def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     """Open an existing supported, sound database to maintain it: writable, with its write runner,
     never upgraded."""
-    with reading(path):
-        pass  # refuses a missing, foreign or newer file before anything opens it for writing
+    require_sound(path)  # a missing, foreign, newer or damaged file is refused before anything writes
     remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
-    prove_sound(path)
     conn, runner = open_writable(path, threading.RLock())
     try:
         yield conn, runner
@@ -239,9 +287,9 @@ def _remove_new_empty_sidecars(path: Path, existed: list[bool]) -> None:
 def open_store(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
     """Open (creating if needed) and bring the schema to v6, one transaction per step."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    refuse_newer(path, peek_version(path))
-    if path.exists() and path.stat().st_size:
-        prove_sound(path)
+    if path.exists() and path.stat().st_size:  # a newer file refused, then a damaged one, in one look
+        require_database_file(path)
+        _proven(path, lambda: _look(path, False, False, hermes=False))
     conn, runner = open_writable(path, lock)
     try:
         report = bring_up_to_date(conn, runner.run)

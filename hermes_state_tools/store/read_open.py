@@ -154,6 +154,23 @@ def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True) -> Read
     return open_checked(path, "snapshot", tolerate_schema_damage)  # a read-only folder: read a copy
 
 
+def open_own_pages(path: Path, folder: Path) -> tuple[ReadConnection, Path, Path | None]:
+    """A read-only connection whose file holds every committed page (a page scan reads that file
+    itself): `path` read immutable when nothing waits in a WAL or hot journal, else db + WAL/journal
+    copied into the new `folder`, replayed there and checkpointed into the copy's main file.
+    Returns (connection, the file to scan, the snapshot folder or None). The caller removes `folder`."""
+    wal = sidecar_paths(path)[0]
+    if _plan(path) != "snapshot" and not (wal.exists() and wal.stat().st_size > 0):
+        return open_checked(path, "immutable", True), path, None
+    folder, copy = snapshot(path, folder)
+    conn = open_checked(copy, "copy", True)
+    try:  # the private copy: its WAL folded into its main file, which the page scan reads
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.DatabaseError:
+        pass
+    return conn, copy, folder
+
+
 def writer_arrived(conn: ReadConnection, path: Path) -> bool:
     """True when `conn` was an immutable look and a writer has opened the file since (a -wal exists
     now): what it read may have been torn by a checkpoint, so damage it saw is looked at again."""

@@ -18,7 +18,7 @@ from hermes_state_tools.store.files import (
     swap_in,
     temp_beside,
 )
-from hermes_state_tools.store.opening import reading
+from hermes_state_tools.store.opening import require_supported
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] 
     process has `db` open. A kill at any moment leaves `db` as either the old or the restored
     file, the old one always kept under its pre-restore name once the swap began.
     """
-    with reading(backup):
-        pass  # a missing, foreign or newer backup is refused before anything changes
+    require_supported(backup)  # a missing, foreign or newer backup is refused before anything changes
     if db.exists() and others_have_open(db):
         raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run restore")
     plan = RestorePlan(db, backup, dated_name(db, "pre-restore") if db.exists() else None)

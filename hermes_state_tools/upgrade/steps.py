@@ -17,6 +17,7 @@ from hermes_state_tools.core.schema import (
     TABLE_COLUMNS,
     columns_at,
     create_schema,
+    is_newer,
     object_names,
     read_version,
     table_columns,
@@ -101,7 +102,7 @@ def starting_version(conn: sqlite3.Connection) -> int:
     detected = detect_schema_version(conn)
     if stored is None:
         return detected
-    return min(stored, detected) if stored <= SCHEMA_VERSION else stored
+    return stored if is_newer(stored) else min(stored, detected)
 
 
 def set_version(conn: sqlite3.Connection, version: int) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.core.schema import SCHEMA_VERSION, read_version
+from hermes_state_tools.core.schema import is_newer
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
-from hermes_state_tools.store.opening import open_readonly, refuse_newer
+from hermes_state_tools.store.opening import open_hermes
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
 
@@ -58,10 +58,8 @@ class StatusReport(Report):
 
 def read_status(path: Path) -> StatusReport:
     """Schema version, journal mode, counts, file sizes and the oldest/newest session."""
-    conn = open_readonly(path)
+    conn, version = open_hermes(path, allow_newer=True)
     try:
-        version = read_version(conn)
-        refuse_newer(path, version, allow_newer=True)
         oldest, newest = conn.execute("SELECT MIN(started_at), MAX(started_at) FROM sessions").fetchone()
         wal = sidecar_paths(path)[0]
         return StatusReport(
@@ -76,7 +74,7 @@ def read_status(path: Path) -> StatusReport:
             fts_bytes=_fts_bytes(conn),
             oldest_session_started=oldest,
             newest_session_started=newest,
-            schema_newer=version is not None and version > SCHEMA_VERSION,
+            schema_newer=is_newer(version),
             sqlite_version=sqlite_version(),
             notes=tuple(sqlite_notes()),
         )
