@@ -239,7 +239,7 @@ def maintain(as_json: bool) -> None:
       hermes-state maintain --json --no-progress   # from cron
     """
     with step_bar("maintain") as progress:
-        doc = maintain_file(settings().db, progress)
+        doc = maintain_file(settings().db, progress).as_dict()
     emit(doc, _human_maintain)
     if doc["damaged"]:
         fail(f"{doc['path']}: {DAMAGED_REFUSAL}", EXIT_DAMAGED, json_document=False)

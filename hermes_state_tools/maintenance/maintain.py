@@ -3,12 +3,14 @@ and vacuum when the free space makes it worth it; one report."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.reports import plain
 from hermes_state_tools.errors import DAMAGED_REFUSAL
-from hermes_state_tools.maintenance.checks import check_report
+from hermes_state_tools.maintenance.checks import CheckReport, check_report
 from hermes_state_tools.maintenance.repair import repair_file
 from hermes_state_tools.maintenance.vacuum import file_bytes, free_bytes, optimize_fts, vacuum_now, worth_vacuuming
 from hermes_state_tools.search import trigram
@@ -16,33 +18,71 @@ from hermes_state_tools.store.opening import require_supported, writing
 from hermes_state_tools.tables import extras
 
 
-def maintain_file(path: Path, progress: Steps | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Housekeeping:
+    """What maintain did after its check, on a file that is not damaged."""
+
+    extra_rows_dropped: int = 0
+    cjk_index: Any = None  # the CJK search side table's refresh (search/trigram.py)
+    optimized: bool = False
+    vacuumed: bool = False
+    free_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class MaintainReport:
+    """The scheduled job's one report: the check, what was repaired or left, and the housekeeping."""
+
+    path: str
+    check: CheckReport
+    repairs: tuple[dict[str, Any], ...]
+    unfixed: tuple[dict[str, Any], ...]
+    housekeeping: Housekeeping
+    bytes_before: int
+    bytes_after: int
+    backup: str | None = None  # taken when a repair changed the schema
+    note: str | None = None  # why nothing was written (damage)
+
+    @property
+    def damaged(self) -> bool:
+        return self.check.damaged
+
+    def as_dict(self) -> dict[str, Any]:
+        checked = self.check.as_dict()
+        doc: dict[str, Any] = {
+            "ok": not self.unfixed, "path": self.path,
+            "check": {"ok": not self.check.findings, "problems": checked["problems"]},
+            "skipped": checked["skipped"], "notes": checked["notes"], "damaged": self.damaged,
+            "repairs": list(self.repairs), "unfixed": list(self.unfixed), **plain(self.housekeeping),
+            "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
+        }
+        doc.update({key: value for key, value in (("backup", self.backup), ("note", self.note)) if value})
+        return doc
+
+
+def maintain_file(path: Path, progress: Steps | None = None) -> MaintainReport:
     """The scheduled job: check, repair what is safe, optimize FTS, vacuum when the free space is worth it.
 
     One check on a healthy file; a second only after a repair changed something."""
     require_supported(path)  # first: it refuses a missing, foreign or newer file
     checked = check_report(path, progress=progress)
-    problems = checked.findings
     before = file_bytes(path)
-    report: dict[str, Any] = {"check": {"ok": not problems, "problems": [f.as_dict() for f in problems]},
-                              "skipped": checked.as_dict()["skipped"], "notes": list(checked.notes),
-                              "repairs": [], "unfixed": [f.as_dict() for f in problems], "damaged": checked.damaged,
-                              "extra_rows_dropped": 0, "optimized": False, "vacuumed": False}
+    unfixed = tuple(f.as_dict() for f in checked.findings)
     if checked.damaged:
         # Writing into a damaged b-tree can spread the damage: nothing is written (the CLI exits 65).
-        report["note"] = DAMAGED_REFUSAL + " (or `repair` when only derived data is damaged)"
-    else:
-        if problems:
-            repaired = repair_file(path, problems=problems, progress=progress)
-            report["backup"] = repaired.backup
-            report["repairs"] = [c.as_dict() for c in repaired.changes]
-            report["unfixed"] = [f.as_dict() for f in repaired.unfixed]
-        report.update(_optimize_and_vacuum(path, progress))
-    return {"ok": not report["unfixed"], "path": str(path), **report,
-            "bytes_before": before, "bytes_after": file_bytes(path)}
+        return MaintainReport(str(path), checked, (), unfixed, Housekeeping(), before, file_bytes(path),
+                              note=DAMAGED_REFUSAL + " (or `repair` when only derived data is damaged)")
+    repairs: tuple[dict[str, Any], ...] = ()
+    backup: str | None = None
+    if checked.findings:
+        repaired = repair_file(path, problems=checked.findings, progress=progress)
+        repairs, backup = tuple(c.as_dict() for c in repaired.changes), repaired.backup
+        unfixed = tuple(f.as_dict() for f in repaired.unfixed)
+    done = _optimize_and_vacuum(path, progress)
+    return MaintainReport(str(path), checked, repairs, unfixed, done, before, file_bytes(path), backup)
 
 
-def _optimize_and_vacuum(path: Path, progress: Steps | None) -> dict[str, Any]:
+def _optimize_and_vacuum(path: Path, progress: Steps | None) -> Housekeeping:
     """Drop extra data left by sessions deleted elsewhere, optimize FTS, then VACUUM only when the
     free pages are worth a rewrite."""
     with writing(path) as (conn, runner):
@@ -55,7 +95,6 @@ def _optimize_and_vacuum(path: Path, progress: Steps | None) -> dict[str, Any]:
         vacuumed = worth_vacuuming(free, ratio)
         if vacuumed:
             vacuum_now(conn, runner, progress)
-    return {"extra_rows_dropped": dropped, "cjk_index": cjk, "optimized": optimized, "vacuumed": vacuumed,
-            "free_bytes": free}
+    return Housekeeping(dropped, cjk, optimized, vacuumed, free)
 
 
