@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -25,6 +26,9 @@ from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.ingest import import_paths
 from hermes_state_tools.views.export import FORMATS, export_file
+
+if TYPE_CHECKING:
+    from hermes_state_tools.ingest.run import ImportStats
 
 
 def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
@@ -113,9 +117,15 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
       hermes-state --db ./state.db import-jsonl ~/.hermes/sessions --dry-run
       hermes-state import-jsonl old/session_20260301_101010_abcdef.json --tz Europe/Lisbon --json
     """
+    _report_import(lambda bars: import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run,
+                                             progress=bars))
+
+
+def _report_import(run: Callable[[ImportBars | None], ImportStats]) -> None:
+    """Run an import (or merge) with its progress bars, print its report, exit 1 when records were lost."""
     bars = ImportBars() if show_progress() else None
     try:
-        stats = import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run, progress=bars)
+        stats = run(bars)
     finally:
         if bars:
             bars.close()
@@ -143,15 +153,7 @@ def merge(other: Path, dry_run: bool, as_json: bool) -> None:
     # Imported here: `export`, in this module too, should not load the import pipeline.
     from hermes_state_tools.ingest.merge_db import merge_database
 
-    bars = ImportBars() if show_progress() else None
-    try:
-        stats = merge_database(settings().db, other, dry_run=dry_run, progress=bars)
-    finally:
-        if bars:
-            bars.close()
-    emit(stats.as_dict(), _human_import)
-    if stats.failed:
-        sys.exit(EXIT_PROBLEMS)
+    _report_import(lambda bars: merge_database(settings().db, other, dry_run=dry_run, progress=bars))
 
 
 @main.command("export")

@@ -16,12 +16,11 @@ from pathlib import Path
 from hermes_state_tools.core.records import LegacySession
 from hermes_state_tools.errors import SameDatabaseError
 from hermes_state_tools.ingest import run
-from hermes_state_tools.ingest.existing import load_existing, stored_session_ids
-from hermes_state_tools.ingest.merge_copies import Existing
+from hermes_state_tools.ingest.existing import stored_session_ids
 from hermes_state_tools.ingest.other_db import read_session, session_ids
-from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, batches, prepare
+from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
 from hermes_state_tools.ingest.units import ReadLog, Unit
-from hermes_state_tools.ingest.writer import Written, restore_parent_links
+from hermes_state_tools.ingest.writer import restore_parent_links
 from hermes_state_tools.store.opening import open_read_connection, open_readonly
 
 
@@ -65,24 +64,6 @@ def _replanner(other: sqlite3.Connection, file: str) -> Callable[[sqlite3.Connec
     return replan
 
 
-def _dry_run(db_path: Path, units: Iterator[Unit], stats: run.ImportStats) -> None:
-    # A dry run is a read command: it leaves no -wal/-shm beside the database.
-    conn = open_read_connection(db_path) if db_path.exists() and db_path.stat().st_size else None
-    written: dict[str, Existing] = {}
-    try:
-        for unit in units:
-            before = written.get(unit.session_id)
-            if before is None and conn is not None:
-                before = load_existing(conn, unit.session_id)
-            item = prepare(None, unit, before)
-            if item is not None:
-                stats.count(Written.planned(item))
-                written[unit.session_id] = as_written(item, before)
-    finally:
-        if conn is not None:
-            conn.close()
-
-
 def _same_file(a: Path, b: Path) -> bool:
     with contextlib.suppress(OSError):
         return a.exists() and b.exists() and a.samefile(b)
@@ -103,7 +84,7 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
             progress.start(1)
         if dry_run:
             run.note_upgrade(db_path, stats)
-            _dry_run(db_path, _units(other, file, log), stats)
+            run.plan_without_writing(db_path, stats, lambda _conn: _units(other, file, log))
         else:
             with run.open_target(db_path, stats) as db:
                 parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,

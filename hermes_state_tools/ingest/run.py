@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -154,13 +154,20 @@ def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, 
 
 def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,
              log: ReadLog) -> None:
-    """Plan everything without writing; a session met again (a /save file, an export line) is planned
-    against what the run would already have written for it, so the counts match a real run."""
+    """Plan everything without writing (see plan_without_writing)."""
+    plan_without_writing(db_path, stats, lambda conn: UnitReader(files, tz, source, log, parent_links(conn)).units())
+
+
+def plan_without_writing(db_path: Path, stats: ImportStats,
+                         units_of: Callable[[sqlite3.Connection | None], Iterable[Unit]]) -> None:
+    """A dry run: every unit planned, nothing written; a session met again (a /save file, an export
+    line) is planned against what the run would already have written for it, so the counts match a
+    real run. The units come from `units_of`, given the database's read connection (None: none yet)."""
     # A dry run is a read command: it leaves no -wal/-shm beside the database (store/read_open.py).
     conn = open_read_connection(db_path) if db_path.exists() and db_path.stat().st_size else None
     written: dict[str, Existing] = {}
     try:
-        for unit in UnitReader(files, tz, source, log, parent_links(conn)).units():
+        for unit in units_of(conn):
             before = written.get(unit.session_id)
             if before is None and conn is not None:
                 before = load_existing(conn, unit.session_id)
