@@ -23,7 +23,7 @@ from hermes_state_tools.ingest.writer import BatchResult, Written, restore_paren
 from hermes_state_tools.store.backup import backup_if_schema_changes
 from hermes_state_tools.store.opening import (
     open_read_connection,
-    prove_sound,
+    require_sound,
     require_supported,
     schema_change_pending,
 )
@@ -185,9 +185,10 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> None:
     whether or not anything is found to import."""
     if not (db_path.exists() and db_path.stat().st_size):
         return
-    require_supported(db_path)
-    if not stats.dry_run:
-        prove_sound(db_path)
+    if stats.dry_run:
+        require_supported(db_path)
+    else:
+        require_sound(db_path)  # supported and sound, in one look
 
 
 def note_upgrade(db_path: Path, stats: ImportStats) -> None:
