@@ -62,6 +62,8 @@ def drop_duplicate_blocks(
 ) -> tuple[list[LegacyMessage], list[Problem]]:
     """Drop blocks that repeat the whole history before them (an old bug re-appended it); report each."""
     keys = [_key(m) for m in messages]
+    if not keys or keys[0] not in keys[1:]:  # a repeat starts with the first message again: none here
+        return messages, []
     kept: list[int] = []
     kept_keys: list[tuple[Any, ...]] = []
     problems: list[Problem] = []

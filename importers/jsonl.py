@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from hermes_state_tools.core.export_format import is_export_record
+from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
-from hermes_state_tools.importers.messages import Where, normalise_message
-from hermes_state_tools.importers.text import JsonLine, iter_json_lines
+from hermes_state_tools.importers.messages import Where, call_names, is_plain, normalise_message, plain_message
+from hermes_state_tools.importers.text import WHOLE_FILE_BYTES, JsonLine, iter_json_lines
 from hermes_state_tools.importers.timestamps import parse_timestamp
 
 JSONL_FALLBACK_SOURCE = "unknown"  # only the gateway wrote these files, but they do not say which platform
@@ -55,8 +60,10 @@ def _read_transcript(
     for item in items:
         if isinstance(item, Problem):
             yield item
-        elif isinstance(item.value, dict) and item.value.get("role") == "session_meta":
+        elif type(item.value) is dict and item.value.get("role") == "session_meta":
             _take_meta(item.value, item.number, meta, extra)
+        elif type(item.value) is dict and (message := plain_message(item.value, item.number, tz)) is not None:
+            messages.append(message)  # nearly every line: the careful path below gives the same, plus problems
         else:
             where = Where(file, item.number, len(messages) + 1)
             message, problems = normalise_message(item.value, where, tz)
@@ -103,3 +110,72 @@ def _session(
     session, problems = build_session(session_id, file, "jsonl", messages, source, fields, extra)
     yield from problems
     yield session
+
+
+@dataclass(frozen=True)
+class PlainTranscript:
+    """A gateway transcript that needs none of the careful reader's repairs, as `read_plain` read it."""
+
+    session: LegacySession  # its fields and extra exactly as read_jsonl gives them; no messages
+    lines: list[dict[str, Any]]  # each message line's object, in file order
+    times: list[float]  # each one's time: all known, strictly increasing
+
+
+def read_plain(path: Path, file: str, tz: tzinfo | None = None,
+               fallback_source: str | None = None) -> PlainTranscript | None:
+    """A transcript read without building a LegacyMessage per line, or None: then read_jsonl reads it.
+
+    Nearly every transcript of a long-running install is plain: lines of UTF-8 JSON, each an object
+    with only the keys and types `plain_message` takes and a time later than the line before. Such
+    a file gives read_jsonl no problem, holds no repeated block (every key holds its time) and needs
+    no timestamp placed, so the import can turn its lines into rows directly.
+    tests/test_plain.py proves both paths plan the same for every file this one takes.
+    """
+    session_id = path.stem
+    if not usable_id(session_id):
+        return None
+    with path.open("rb") as handle:
+        if not 0 < os.fstat(handle.fileno()).st_size <= WHOLE_FILE_BYTES:
+            return None
+        data = handle.read()
+    raw_lines = data.split(b"\n")
+    if not raw_lines[-1]:  # the newline that ends the last line starts no line
+        raw_lines.pop()
+    meta: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    lines: list[dict[str, Any]] = []
+    times: list[float] = []
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            # orjson refuses what the careful reader reports or repairs: a blank line, a byte that is
+            # not UTF-8, a BOM, a lone surrogate escape (a trailing CR it skips, as the reader does).
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        if type(value) is not dict or has_wide_float(value):
+            return None
+        if value.get("role") == "session_meta":
+            _take_meta(value, number, meta, extra)
+            continue
+        if number == 1 and (is_export_record(value) or is_hermes_export(value)):
+            return None
+        seconds = _plain_time(value, tz)
+        if seconds is None or (times and seconds <= times[-1]):
+            return None
+        lines.append(value)
+        times.append(seconds)
+    if not lines:
+        return None
+    names = call_names(line.get("tool_calls") for line in lines)  # as fill_tool_names gives them
+    for line in lines:
+        if line["role"] == "tool" and line.get("tool_name") is None and line.get("tool_call_id") in names:
+            line["tool_name"] = names[line["tool_call_id"]]
+    *problems, session = _session(session_id, file, [], meta, fallback_source, extra, tz)
+    if problems or not isinstance(session, LegacySession):
+        return None
+    return PlainTranscript(session, lines, times)
+
+
+def _plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
+    """The time of a record plain_message takes as it is; None for any other."""
+    return parse_timestamp(record.get("timestamp"), tz) if is_plain(record) else None

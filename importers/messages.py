@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import tzinfo
 from typing import Any, NamedTuple
 
@@ -39,7 +40,7 @@ def normalise_message(
 ) -> tuple[LegacyMessage | None, list[Problem]]:
     """Return the message a record describes (None when it cannot be one) and the problems found."""
     if extra is None and type(record) is dict:
-        message = _plain_message(record, where, tz)
+        message = plain_message(record, where.line, tz)
         if message is not None:
             return message, []
     if not isinstance(record, dict):
@@ -62,31 +63,37 @@ def normalise_message(
 
 # Keys a plain record may hold, with the types that need no conversion (token_count, `name`
 # and anything unknown take the careful path).
-_PLAIN_TYPES: dict[str, Any] = {
+PLAIN_TYPES: dict[str, Any] = {
     "role": str, "content": (str, list), "timestamp": object, "tool_calls": list, "tool_call_id": str,
     "tool_name": str, "finish_reason": str, "reasoning": str, "reasoning_details": object,
     "codex_reasoning_items": object,
 }
 
 
-def _plain_message(record: dict[str, Any], where: Where, tz: tzinfo | None) -> LegacyMessage | None:
-    """The message of a record with only known keys of the right types (nearly every line); None
-    sends anything else down the careful path, which gives the same result plus its problems."""
+def is_plain(record: dict[str, Any]) -> bool:
+    """Whether a record holds only known keys of plain types, and a role."""
     for key, value in record.items():
-        kind = _PLAIN_TYPES.get(key)
+        kind = PLAIN_TYPES.get(key)
         if kind is None or (value is not None and not isinstance(value, kind)):
-            return None
-    role = record.get("role")
-    stamp = record.get("timestamp")
-    seconds = parse_timestamp(stamp, tz) if stamp is not None else None
-    if not role or (stamp is not None and seconds is None):
+            return False
+    return bool(record.get("role"))
+
+
+def plain_message(record: dict[str, Any], line: int | None, tz: tzinfo | None) -> LegacyMessage | None:
+    """The message of a plain record (nearly every line); None sends anything else down the careful
+    path (normalise_message), which gives the same result plus its problems."""
+    if not is_plain(record):
         return None
     get = record.get
+    stamp = get("timestamp")
+    seconds = parse_timestamp(stamp, tz) if stamp is not None else None
+    if stamp is not None and seconds is None:
+        return None
     return LegacyMessage(
-        role=role, content=get("content"), timestamp=seconds, tool_call_id=get("tool_call_id"),
+        role=record["role"], content=get("content"), timestamp=seconds, tool_call_id=get("tool_call_id"),
         tool_calls=get("tool_calls"), tool_name=get("tool_name"), finish_reason=get("finish_reason"),
         reasoning=get("reasoning"), reasoning_details=get("reasoning_details"),
-        codex_reasoning_items=get("codex_reasoning_items"), extra={}, line=where.line,
+        codex_reasoning_items=get("codex_reasoning_items"), extra={}, line=line,
     )
 
 
@@ -157,16 +164,22 @@ def _tool_name(record: dict[str, Any], role: str, columns: dict[str, Any], extra
         extra["name"] = name
 
 
-def fill_tool_names(messages: list[LegacyMessage]) -> list[LegacyMessage]:
-    """Give tool rows without a name the name of the assistant tool call with the same id (in place:
-    the reader that built these messages has not handed them on yet)."""
+def call_names(tool_calls: Iterable[Any]) -> dict[str, str]:
+    """Call id -> function name for every well-formed call in these messages' tool_calls (the first wins)."""
     names: dict[str, str] = {}
-    for message in messages:
-        for call in message.tool_calls or ():
+    for calls in tool_calls:
+        for call in calls or ():
             function = call.get("function") if isinstance(call, dict) else None
             name = function.get("name") if isinstance(function, dict) else None
             if isinstance(name, str) and isinstance(call.get("id"), str):
                 names.setdefault(call["id"], name)
+    return names
+
+
+def fill_tool_names(messages: list[LegacyMessage]) -> list[LegacyMessage]:
+    """Give tool rows without a name the name of the assistant tool call with the same id (in place:
+    the reader that built these messages has not handed them on yet)."""
+    names = call_names(m.tool_calls for m in messages)
     for message in messages:
         if message.role == "tool" and message.tool_name is None and message.tool_call_id in names:
             message.tool_name = names[message.tool_call_id]

@@ -4,6 +4,7 @@ what failed. The code page is chosen once per file from all its non-UTF-8 text (
 from __future__ import annotations
 
 import json
+import os
 import re
 from codecs import getincrementaldecoder
 from collections.abc import Iterable, Iterator
@@ -78,26 +79,75 @@ def parse_json(raw: bytes, page: str = "cp1252") -> tuple[Any, str]:
 def iter_json_lines(path: Path, file: str) -> Iterator[JsonLine | Problem]:
     """Yield each line of a JSONL file as a JsonLine, or a Problem for blank and unparsable lines."""
     codecs: dict[str, list[int]] = {}
-    pending: tuple[int, bytes] | None = None
-    blanks: list[Problem] = []
-    choice = _file_code_page(path)
-    page = choice.codec if choice else "cp1252"
-    with path.open("rb") as handle:
-        for number, raw in _split_lines(handle):
-            if not raw.strip():
-                blanks.append(Problem(file, number, "blank_line", "blank line skipped"))
+    page = _CodePage(path)
+    lines = _numbered_lines(path)
+    # The last non-blank line is told apart (a failure there means the writer died mid-line);
+    # blank lines are reported after the line before them is.
+    last = max((n for n, raw in lines if raw and not raw.isspace()), default=0)
+    for number, raw in lines:
+        if not raw or raw.isspace():  # isspace: what strip() removes, without copying the line
+            yield Problem(file, number, "blank_line", "blank line skipped")
+            continue
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            # Nearly every line: plain UTF-8 JSON. (orjson refuses lone surrogate escapes, the one
+            # thing the careful path below reports in JSON it parses.)
+            if not has_wide_float(value):
+                yield JsonLine(number, value)
                 continue
-            if pending is not None:
-                yield from _parsed_line(file, *pending, codecs, page, last=False)
-            yield from blanks
-            blanks.clear()
-            pending = (number, raw)
-    if pending is not None:
-        yield from _parsed_line(file, *pending, codecs, page, last=True)
-    yield from blanks
-    decoding = decoding_problem(file, codecs, choice)
+        yield from _parsed_line(file, number, raw, codecs, page.codec, last=number == last)
+    decoding = decoding_problem(file, codecs, page.choice)
     if decoding is not None:
         yield decoding
+
+
+class _CodePage:
+    """A file's code page, chosen from all its non-UTF-8 text the first time a line needs it: a
+    line orjson parses is UTF-8, so a file that is all UTF-8 is never read twice."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.choice: Choice | None = None
+        self._known = False
+
+    @property
+    def codec(self) -> str:
+        if not self._known:
+            self.choice, self._known = _file_code_page(self.path), True
+        return self.choice.codec if self.choice else "cp1252"
+
+
+# Files up to this size are read in one call and split in C; larger ones are read line by line,
+# so a transcript of hundreds of megabytes is never held twice.
+WHOLE_FILE_BYTES = 4 * 2**20
+
+
+def _numbered_lines(path: Path) -> list[tuple[int, bytes]] | _StreamedLines:
+    """(1-based number, line) for each line, split on b"\\n", without a CRLF "\\r" or a BOM."""
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size > WHOLE_FILE_BYTES:
+            return _StreamedLines(path)
+        data = handle.read()
+    lines = data.split(b"\n")
+    if not lines[-1]:  # the newline that ends the last line starts no line
+        lines.pop()
+    if b"\r" in data or BOM in data:
+        lines = [line.removesuffix(b"\r").removeprefix(BOM) for line in lines]
+    return list(enumerate(lines, 1))
+
+
+class _StreamedLines:
+    """The lines of a large file, read again from the disk each time they are iterated."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        with self.path.open("rb") as handle:
+            yield from _split_lines(handle)
 
 
 def _split_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

@@ -272,9 +272,16 @@ def _first(copies: list[LegacySession], name: str) -> Any:
     return None
 
 
+_FILLED_FIELDS = tuple(name for name in SESSION_FIELDS if name not in ("id", "source"))
+
+
 def _session_fields(copies: list[LegacySession]) -> dict[str, Any]:
     best = max(copies, key=lambda c: c.source_rank)  # max keeps the first of equal ranks
-    fields = {name: _first(copies, name) for name in SESSION_FIELDS if name not in ("id", "source")}
+    if len(copies) == 1:  # the usual case, and what _first gives for one copy
+        known = copies[0].fields
+        fields = {name: None if (value := known.get(name)) == "" else value for name in _FILLED_FIELDS}
+    else:
+        fields = {name: _first(copies, name) for name in _FILLED_FIELDS}
     fields["source"] = best.fields.get("source") or _first(copies, "source") or "unknown"
     return fields
 
@@ -287,7 +294,7 @@ def _session_extra(copies: list[LegacySession]) -> dict[str, Any]:
     return extra
 
 
-def _new_row(session_id: str, copies: list[LegacySession], times: list[float], fallback: float) -> dict[str, Any]:
+def new_row(session_id: str, copies: list[LegacySession], times: list[float], fallback: float) -> dict[str, Any]:
     row = _session_fields(copies)
     row["id"] = session_id
     if row.get("started_at") is None:
@@ -356,7 +363,7 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     assert all(t is not None for _, t, _ in inserts)
     all_times = [t if s.message is not None else s.timestamp for s, t in zip(slots, times, strict=True)]
     if existing is None:
-        row = _new_row(session_id, copies, [t for t in all_times if t is not None], fallback_start)
+        row = new_row(session_id, copies, [t for t in all_times if t is not None], fallback_start)
     else:
         row = _fill_row(existing, copies)
     return SessionPlan(

@@ -18,7 +18,14 @@ from typing import Any, NamedTuple
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing
-from hermes_state_tools.ingest.merge_copies import Enrichment, Existing, ExistingMessage, SessionPlan, plan_session
+from hermes_state_tools.ingest.merge_copies import (
+    Enrichment,
+    Existing,
+    ExistingMessage,
+    SessionPlan,
+    new_row,
+    plan_session,
+)
 from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, Row, StagedRows
 from hermes_state_tools.ingest.units import Unit
 from hermes_state_tools.tables.messages import tool_call_increment
@@ -48,6 +55,7 @@ class Prepared:
     problems: tuple[Problem, ...] = ()
     enrich: tuple[Enrichment, ...] = ()  # stored rows' NULL columns and extra keys the files know
     foreign_ids: tuple[int, ...] = ()  # stored rows that are no message: moved into extra data
+    staged_session: int | None = None  # a plain create's sessions row, staged too (its rowid there)
 
     @property
     def message_count(self) -> int:
@@ -56,6 +64,14 @@ class Prepared:
     @property
     def changes(self) -> bool:
         return self.create or bool(self.message_count or self.row or self.retimed or self.enrich or self.foreign_ids)
+
+    @property
+    def plain_create(self) -> bool:
+        """A new session with nothing to write but its row, its extra data and its messages (nearly
+        every session of a first import): written in runs, not one by one (writer.py)."""
+        return (self.create and self.tool_calls is not None and not self.row.get("title")
+                and self.row.get("parent_session_id") is None
+                and not (self.message_extras or self.retimed or self.enrich or self.foreign_ids))
 
 
 _NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
@@ -75,19 +91,26 @@ def _json_column(value: Any) -> str | None:
     return jsonutil.dumps(value)
 
 
+def message_row(session_id: str, role: str, content: Any, tool_call_id: str | None, tool_calls: Any,
+                tool_name: str | None, timestamp: float, tail: tuple[Any, ...]) -> Row:
+    """One messages row in MESSAGE_COLUMNS order from a message's values; `tail` is its token_count,
+    finish_reason, reasoning, reasoning_details and codex_reasoning_items. A row whose tail is all
+    NULL stops after `timestamp` (rows.py)."""
+    row: Row = (session_id, role, jsonutil.encode_content(content), tool_call_id, _json_column(tool_calls),
+                tool_name, timestamp)
+    if tail != _NO_TAIL:
+        row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
+    return row
+
+
 def _rows(plan: SessionPlan) -> tuple[Row, ...]:
-    """Rows in MESSAGE_COLUMNS order; a row whose last five columns would all be NULL stops after
-    `timestamp` (rows.py)."""
+    """The plan's rows in MESSAGE_COLUMNS order."""
     sid = plan.session_id
-    rows: list[Row] = []
-    for m, timestamp, _ in plan.inserts:
-        row: Row = (sid, m.role, jsonutil.encode_content(m.content), m.tool_call_id, _json_column(m.tool_calls),
-                    m.tool_name, timestamp)
-        tail = (m.token_count, m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items)
-        if tail != _NO_TAIL:
-            row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
-        rows.append(row)
-    return tuple(rows)
+    return tuple(
+        message_row(sid, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, timestamp,
+                    (m.token_count, m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items))
+        for m, timestamp, _ in plan.inserts
+    )
 
 
 def _wanted(unit: Unit, existing: bool) -> bool:
@@ -104,6 +127,8 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
     """Plan one unit against the database as it is now (or, for a dry run, against `pretend`: what the
     run would already have written for this session); None when there is nothing to write. With
     `known` (the ids stored when reading began), a session outside it is planned as new unread."""
+    if unit.plain is not None and pretend is None:  # new to the database (UnitReader checked)
+        return plain_plan(unit)
     if pretend is not None:
         existing: Existing | None = pretend
     elif conn is None or (known is not None and unit.session_id not in known):
@@ -121,6 +146,27 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         tool_calls=_tool_call_count(plan.inserts),
         duplicates=plan.duplicates, problems=tuple(plan.problems), unit=shell, retimed=tuple(plan.retimed),
         fingerprint=fingerprint_of(existing), enrich=tuple(plan.enrich), foreign_ids=plan.foreign_ids,
+    )
+
+
+def plain_plan(unit: Unit) -> Prepared:
+    """The plan of a new session read from a plain transcript: what plan_session gives for its one copy
+    (times as recorded, no repeats, nothing stored to align with), straight from its lines."""
+    assert unit.plain is not None
+    session, sid = unit.plain.session, unit.session_id
+    rows, tool_calls = [], 0
+    for line, timestamp in zip(unit.plain.lines, unit.plain.times, strict=True):
+        get = line.get
+        role, calls = line["role"], get("tool_calls")
+        rows.append(message_row(sid, role, get("content"), get("tool_call_id"), calls, get("tool_name"), timestamp,
+                                (None, get("finish_reason"), get("reasoning"), get("reasoning_details"),
+                                 get("codex_reasoning_items"))))
+        tool_calls += tool_call_increment(role, calls)
+    return Prepared(
+        session_id=sid, create=True, row=new_row(sid, [session], unit.plain.times, unit.fallback_start),
+        session_extra=dict(session.extra), rows=tuple(rows), message_extras=(), tool_calls=tool_calls, duplicates=0,
+        fingerprint=fingerprint_of(None), retimed=(),
+        unit=Unit(sid, [], unit.files, unit.fallback_start, unit.end_hint, unit.index_entry),
     )
 
 

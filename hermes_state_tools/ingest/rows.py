@@ -1,4 +1,4 @@
-"""Message rows as the import carries them: in memory, or staged in a side file by the reader process.
+"""Rows as the import carries them: in memory, or staged in a side file by the reader process.
 
 A prepared row holds the first 7 columns of MESSAGE_COLUMNS, or all 12 when any of the last
 five has a value (nearly every legacy message needs only 7, and binding a NULL costs more
@@ -13,9 +13,14 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import Problem
+from hermes_state_tools.core.schema import SESSION_FIELDS
+
+if TYPE_CHECKING:
+    from hermes_state_tools.ingest.prepare import Prepared
 
 MESSAGE_COLUMNS = (
     "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count",
@@ -72,3 +77,15 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> tu
         _insert_in_order(conn, table, [tuple(without_surrogates(v) for v in row) for row in rows])
     conn.execute("RELEASE import_rows")
     return problems
+
+
+def session_values(plan: Prepared, row: dict[str, Any]) -> dict[str, Any]:
+    """The sessions columns as stored: JSON spelled, no lone surrogates; a new session's counters come
+    from its plan (existing ones are recounted in SQL)."""
+    if isinstance(row.get("model_config"), (dict, list)):
+        row["model_config"] = jsonutil.dumps(row["model_config"])
+    row = {k: without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
+    if plan.create:
+        row["message_count"] = plan.message_count
+        row["tool_call_count"] = plan.tool_calls or 0  # None: recounted in SQL by the writer
+    return row

@@ -14,16 +14,21 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, StagedRows, insert_rows
+from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, StagedRows, insert_rows, session_values
+from hermes_state_tools.tables import extras
 
 if TYPE_CHECKING:
     from hermes_state_tools.ingest.prepare import Prepared
 
 SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)
+_SESSION_FIELDS = ", ".join(SESSION_FIELDS)
+_SESSION_COLUMNS = _SESSION_FIELDS + ", hst_extra"
 
 
 def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...] | None:
@@ -40,14 +45,22 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
             conn.execute("PRAGMA journal_mode=MEMORY")  # not OFF: a lone surrogate's retry rolls back a savepoint
             conn.execute("PRAGMA synchronous=OFF")
             conn.execute(f"CREATE TABLE rows ({_COLUMNS})")
+            conn.execute(f"CREATE TABLE sessions ({_SESSION_COLUMNS})")
             conn.execute("BEGIN")
             first = 1  # rowids of a new table count up from 1 in insert order
+            sessions: list[tuple[Any, ...]] = []
             for item in batch:
                 assert not isinstance(item.rows, StagedRows)
-                problems = insert_rows(conn, "rows", item.rows)
+                row = _staged_session(item)
+                if row is not None:
+                    sessions.append(row)
                 staged.append(replace(item, rows=StagedRows(first, len(item.rows)),
-                                      problems=item.problems + problems))
+                                      staged_session=len(sessions) if row is not None else None))
                 first += len(item.rows)
+            conn.executemany(f"INSERT INTO sessions VALUES ({', '.join('?' * (len(SESSION_FIELDS) + 1))})", sessions)
+            # One statement per run of rows of one width, not one per session: a batch of short
+            # sessions would otherwise spend most of its time starting statements.
+            insert_rows(conn, "rows", [row for item in batch for row in item.rows])  # type: ignore[union-attr]
             conn.execute("COMMIT")
         finally:
             conn.close()
@@ -55,6 +68,17 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
         path.unlink(missing_ok=True)
         return None
     return tuple(staged)
+
+
+def _staged_session(item: Prepared) -> tuple[Any, ...] | None:
+    """A plain create's sessions row as stored (every column), and its extra data as JSON text."""
+    if not item.plain_create:
+        return None
+    values = session_values(item, dict(item.row))
+    if values.keys() != set(SESSION_FIELDS):
+        return None  # a row without some column takes its default: written from memory instead
+    extra = jsonutil.dumps(item.session_extra) if item.session_extra else None
+    return (*(values[name] for name in SESSION_FIELDS), extra)
 
 
 @contextlib.contextmanager
@@ -85,3 +109,20 @@ def insert_staged(conn: sqlite3.Connection, rows: StagedRows) -> None:
     if copied != rows.count:  # a damaged staging file: the batch rolls back whole
         raise ImportReaderError(f"the import's staging file held {copied} of {rows.count} staged messages; "
                                 "what was imported so far is kept, re-run to finish")
+
+
+def insert_staged_sessions(conn: sqlite3.Connection, rowids: list[int], with_extra: bool) -> None:
+    """Copy staged plain creates' sessions rows (and their extra data) into the store."""
+    if not rowids:
+        return
+    chosen = f"FROM {SCHEMA_NAME}.sessions WHERE rowid IN (SELECT value FROM json_each(?))"
+    wanted = jsonutil.dumps(rowids)
+    copied = conn.execute(f"INSERT INTO sessions ({_SESSION_FIELDS}) SELECT {_SESSION_FIELDS} {chosen} ORDER BY rowid",
+                          (wanted,)).rowcount
+    if copied != len(rowids):  # a damaged staging file: the batch rolls back whole
+        raise ImportReaderError(f"the import's staging file held {copied} of {len(rowids)} staged sessions; "
+                                "what was imported so far is kept, re-run to finish")
+    if with_extra:
+        extras.ensure_tables(conn)
+        conn.execute(f"INSERT OR REPLACE INTO {extras.SESSION_TABLE} (session_id, data) "
+                     f"SELECT id, hst_extra {chosen} AND hst_extra IS NOT NULL", (wanted,))

@@ -38,6 +38,8 @@ def place_run(recorded: Sequence[float | None], lo: float | None, hi: float | No
     """Timestamps for consecutive new messages that must sit strictly between `lo` and `hi`."""
     if not recorded:
         return []
+    if _already_placed(recorded, lo, hi):  # every time recorded, in order, inside the bounds: kept as they are
+        return list(recorded)  # type: ignore[arg-type]
     values = _interpolate(list(recorded), lo, hi)
     if all(v is None for v in values):
         values = [fallback_start + i * _LEAD_SPACING for i in range(len(values))]
@@ -52,6 +54,14 @@ def place_run(recorded: Sequence[float | None], lo: float | None, hi: float | No
     if hi is not None and out[-1] >= hi:
         out = _squeeze(len(out), lo if lo is not None else hi - len(out) * STEP * 2, hi)
     return out
+
+
+def _already_placed(recorded: Sequence[float | None], lo: float | None, hi: float | None) -> bool:
+    if None in recorded:
+        return False
+    if (lo is not None and recorded[0] <= lo) or (hi is not None and recorded[-1] >= hi):  # type: ignore[operator]
+        return False
+    return all(a < b for a, b in pairwise(recorded))  # type: ignore[operator]
 
 
 def _squeeze(count: int, lo: float, hi: float) -> list[float]:

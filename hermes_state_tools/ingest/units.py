@@ -12,6 +12,7 @@ from pathlib import Path
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.importers import parse_timestamp, read_file
 from hermes_state_tools.importers.discover import file_shape
+from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
 
 
 @dataclass
@@ -24,6 +25,9 @@ class Unit:
     fallback_start: float  # the file's time, when nothing in it has a time
     end_hint: float | None = None  # a snapshot's last_updated: where untimed messages may spread to
     index_entry: LegacySession | None = None
+    # A session new to the database whose one file is a plain transcript: its lines, planned
+    # without a LegacyMessage each (prepare.plain_plan); `copies` then holds its session alone.
+    plain: PlainTranscript | None = None
 
 
 @dataclass
@@ -86,9 +90,12 @@ class UnitReader:
     """Groups files by the session their name gives and yields one unit per session."""
 
     def __init__(self, files: list[Path], tz: tzinfo | None, source: str | None, log: ReadLog,
-                 parents: dict[str, str] | None = None) -> None:
+                 parents: dict[str, str] | None = None, stored: set[str] | None = None) -> None:
         self.tz, self.source, self.log = tz, source, log
         self.parents = parents or {}
+        # The ids the database holds (None: read every file the careful way): any other session
+        # whose one file is a plain transcript is read the fast way.
+        self.stored = stored
         self.index: dict[str, LegacySession] = {}
         self.groups: dict[str, list[Path]] = {}
         self.singles: list[Path] = []
@@ -118,6 +125,10 @@ class UnitReader:
         deferred: list[tuple[LegacySession, Path]] = []
         for sid in sorted(self.groups):
             paths = self.groups[sid]
+            plain = self._plain(sid, paths)
+            if plain is not None:
+                yield replace(self.unit(sid, [plain.session], paths), plain=plain)
+                continue
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
                 for record in self.records(path):
@@ -140,6 +151,16 @@ class UnitReader:
         for session_id, entry in sorted(self.index.items()):  # index entries that no transcript named
             yield Unit(session_id, [], (), 0.0, None, entry)
         self.index = {}
+
+    def _plain(self, session_id: str, paths: list[Path]) -> PlainTranscript | None:
+        """The plain transcript that is all this run knows of a session the database lacks, if it is one."""
+        if (self.stored is None or session_id in self.stored or session_id in self.index or len(paths) != 1
+                or file_shape(paths[0]) != "jsonl"):
+            return None
+        plain = read_plain(paths[0], str(paths[0]), self.tz, self.source)
+        if plain is not None:
+            self.log.files_read += 1
+        return plain
 
     def _learn(self, record: LegacySession) -> None:
         """Parent links this import names (export lines), which tell a compression child's snapshot."""

@@ -42,7 +42,7 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
     conn = open_read_connection(db_path) if db_path is not None else None
     try:
         known = stored_session_ids(conn) if conn is not None else set()
-        reader = UnitReader(files, tz, source, log, parent_links(conn))
+        reader = UnitReader(files, tz, source, log, parent_links(conn), stored=known)
         yield from batches(p for unit in reader.units() if (p := prepare(conn, unit, known=known)) is not None)
     finally:
         if conn is not None:

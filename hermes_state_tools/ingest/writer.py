@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.records import Problem
-from hermes_state_tools.core.schema import SESSION_FIELDS, TRIGGERS
+from hermes_state_tools.core.schema import TRIGGERS
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.ingest.existing import fingerprint
-from hermes_state_tools.ingest.rows import StagedRows, insert_rows, without_surrogates
-from hermes_state_tools.ingest.staging import insert_staged
+from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values, without_surrogates
+from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
 from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
 
 if TYPE_CHECKING:
@@ -100,12 +100,8 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared, problems: list[
         # The parent may come later in this import: the link is kept in extra data and restored
         # by the final pass (or by a re-run, which fills NULL fields).
         row["parent_session_id"], extra = None, {"parent_session_id": parent, **extra}
-    if isinstance(row.get("model_config"), (dict, list)):
-        row["model_config"] = jsonutil.dumps(row["model_config"])
-    row = {k: without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
-    if plan.create:  # counters straight from the plan; existing sessions are recounted in SQL
-        row["message_count"] = plan.message_count
-        row["tool_call_count"] = plan.tool_calls or 0  # None: recounted in SQL below
+    row = session_values(plan, row)
+    if plan.create:
         names = ", ".join(row)
         conn.execute(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
     elif row:
@@ -179,6 +175,104 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> Wr
     return Written.planned(item, tuple(problems), "parent_session_id" in extra)
 
 
+class _BatchWriter:
+    """One batch's writes inside the caller's transaction, in batch order."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.first_id = self.next_id = _next_message_id(conn)
+        self.written: list[Written] = []
+        self.stale: list[Prepared] = []
+        self.recount: list[str] = []
+        self.staged = _StagedRun(conn)
+        self.creates: dict[str, Prepared] = {}  # plain creates not written yet, in batch order
+
+    def add(self, item: Prepared) -> None:
+        if item.session_id in self.creates:
+            self.flush_creates()  # an earlier copy of this session is about to be written: it counts
+        if item.session_id in self.staged.sessions:
+            self.staged.copy()  # an earlier copy of this session waits in the run: its rows count
+        if item.plain_create and isinstance(item.rows, StagedRows):
+            self.creates[item.session_id] = item
+            return
+        self.flush_creates()
+        if fingerprint(self.conn, item.session_id) != item.fingerprint:
+            self.stale.append(item)
+            return
+        if not (item.changes or item.session_extra):
+            self.written.append(Written.planned(item))
+            return
+        if not isinstance(item.rows, StagedRows):
+            self.staged.copy()  # rows in memory take the next ids: every staged row before them goes first
+        outcome = _write_session(self.conn, item, self.next_id)
+        self.written.append(outcome)
+        if outcome.stored:
+            self._stored(item)
+
+    def _stored(self, item: Prepared) -> None:
+        self.next_id += item.message_count
+        if isinstance(item.rows, StagedRows):
+            self.staged.add(item.session_id, item.rows)
+        # Created sessions carry counters from their plan, unless it held tool calls as text (only
+        # SQLite's own JSON functions count those exactly as the recount does).
+        if not item.create or item.tool_calls is None:
+            self.recount.append(item.session_id)
+
+    def flush_creates(self) -> None:
+        """Write the pending plain creates: one query finds those another process created meanwhile
+        (stale, as their fingerprint check would), one statement inserts the rest. A value SQLite
+        refuses sends the run down the per-session path, which fails that session alone."""
+        if not self.creates:
+            return
+        items, self.creates = list(self.creates.values()), {}
+        taken = {row[0] for row in self.conn.execute(
+            "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+            (jsonutil.dumps([item.session_id for item in items]),))}
+        self.stale += [item for item in items if item.session_id in taken]
+        fresh = [item for item in items if item.session_id not in taken]
+        if not fresh:
+            return
+        self.conn.execute("SAVEPOINT import_creates")
+        try:
+            staged = [item for item in fresh if item.staged_session is not None]
+            insert_staged_sessions(self.conn, [item.staged_session for item in staged if item.staged_session],
+                                   any(item.session_extra for item in staged))
+            _insert_sessions(self.conn, [item for item in fresh if item.staged_session is None])
+        except (sqlite3.Error, OverflowError) as exc:
+            if is_lock_error(exc):
+                raise
+            self.conn.execute("ROLLBACK TO import_creates")
+            self.conn.execute("RELEASE import_creates")
+            for item in fresh:
+                outcome = _write_session(self.conn, item, self.next_id)
+                self.written.append(outcome)
+                if outcome.stored:
+                    self._stored(item)
+            return
+        self.conn.execute("RELEASE import_creates")
+        for item in fresh:
+            self.written.append(Written.planned(item))
+            self._stored(item)
+
+    def finish(self) -> BatchResult:
+        self.flush_creates()
+        self.staged.copy()
+        return BatchResult(tuple(self.written), tuple(self.stale))
+
+
+def _insert_sessions(conn: sqlite3.Connection, items: list[Prepared]) -> None:
+    """Insert new sessions' rows that travelled in memory (runs of one column set) and their extra data."""
+    rows = [session_values(item, dict(item.row)) for item in items]
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end == len(rows) or rows[end].keys() != rows[start].keys():
+            names = ", ".join(rows[start])
+            conn.executemany(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(rows[start]))})",
+                             [list(row.values()) for row in rows[start:end]])
+            start = end
+    extras.put_session_extras(conn, [(item.session_id, item.session_extra) for item in items if item.session_extra])
+
+
 def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...]) -> BatchResult:
     """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
 
@@ -186,7 +280,6 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...]) -> BatchR
     they came and reports each problem once. A session that changed since it was planned is not
     written: it comes back in `stale`.
     """
-    first_id = next_id = _next_message_id(conn)
     created = [item.session_id for item in batch if item.create]
     if created:
         # Extra data left by sessions deleted since (Hermes knows no hst_ tables) is stale.
@@ -196,39 +289,16 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...]) -> BatchR
     ).fetchone() is not None
     if has_trigger:
         conn.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")
-    written: list[Written] = []
-    stale: list[Prepared] = []
-    recount: list[str] = []
-    staged = _StagedRun(conn)
+    writer = _BatchWriter(conn)
     for item in batch:
-        if item.session_id in staged.sessions:
-            staged.copy()  # an earlier copy of this session waits in the run: its rows count
-        if fingerprint(conn, item.session_id) != item.fingerprint:
-            stale.append(item)
-            continue
-        if not (item.changes or item.session_extra):
-            written.append(Written.planned(item))
-            continue
-        if not isinstance(item.rows, StagedRows):
-            staged.copy()  # rows in memory take the next ids: every staged row before them goes first
-        outcome = _write_session(conn, item, next_id)
-        written.append(outcome)
-        if not outcome.stored:
-            continue
-        next_id += item.message_count
-        if isinstance(item.rows, StagedRows):
-            staged.add(item.session_id, item.rows)
-        # Created sessions carry counters from their plan, unless it held tool calls as text (only
-        # SQLite's own JSON functions count those exactly as the recount does).
-        if not item.create or item.tool_calls is None:
-            recount.append(item.session_id)
-    staged.copy()
+        writer.add(item)
+    result = writer.finish()
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
-                     (first_id,))
+                     (writer.first_id,))
         conn.execute(TRIGGERS[_INSERT_TRIGGER])
-    counters.recount(conn, recount)
-    return BatchResult(tuple(written), tuple(stale))
+    counters.recount(conn, writer.recount)
+    return result
 
 
 def restore_parent_links(conn: sqlite3.Connection, session_ids: list[str]) -> list[Problem]:

@@ -82,6 +82,15 @@ def merge_session_extra(conn: sqlite3.Connection, session_id: str, data: dict[st
     )
 
 
+def put_session_extras(conn: sqlite3.Connection, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """Store (session_id, data) rows for sessions that hold no extra data yet (new ones)."""
+    if not rows:
+        return
+    ensure_tables(conn)
+    conn.executemany(f"INSERT OR REPLACE INTO {SESSION_TABLE} (session_id, data) VALUES (?, ?)",
+                     ((sid, jsonutil.dumps(data)) for sid, data in rows))
+
+
 def put_message_extras(conn: sqlite3.Connection, rows: list[tuple[int, str, dict[str, Any]]]) -> None:
     """Store (message_id, session_id, data) rows."""
     if not rows:
