@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)
+# True whether the import writes into an existing file (the batches committed before stay) or
+# builds a new one aside (nothing of it is placed): a re-run skips whatever is stored.
+RERUN = "re-run the import to finish (it skips what is already stored)"
 
 
 def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...] | None:
@@ -64,8 +67,7 @@ def attached(conn: sqlite3.Connection, path: Path | None) -> Iterator[None]:
         yield
         return
     if not path.is_file():  # ATTACH would create an empty database in its place
-        raise ImportReaderError(f"the import's staging file {path} is gone; what was imported so far is kept, "
-                                "re-run to finish")
+        raise ImportReaderError(f"the import's staging file {path} is gone; {RERUN}")
     conn.execute(f"ATTACH DATABASE ? AS {SCHEMA_NAME}", (str(path),))
     try:
         yield
@@ -84,4 +86,4 @@ def insert_staged(conn: sqlite3.Connection, rows: StagedRows) -> None:
     ).rowcount
     if copied != rows.count:  # a damaged staging file: the batch rolls back whole
         raise ImportReaderError(f"the import's staging file held {copied} of {rows.count} staged messages; "
-                                "what was imported so far is kept, re-run to finish")
+                                f"{RERUN}")
