@@ -60,6 +60,8 @@ def _schema(db: Path) -> dict[str, Any]:
             "master": conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY 1, 2").fetchall(),
             "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
             "user_version": conn.execute("PRAGMA user_version").fetchone()[0],
+            "layout": [conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_size", "auto_vacuum",
+                                                                                   "encoding")],
             "schema_version": conn.execute("SELECT * FROM schema_version").fetchall(),
         }
     finally:
