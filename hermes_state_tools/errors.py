@@ -76,7 +76,7 @@ class SameDatabaseError(HermesStateError):
 
 
 class ImportReaderError(HermesStateError):
-    """The import's reader process failed or died; what was committed before stays, a re-run finishes."""
+    """The import's reader process failed or died; nothing is half-written, a re-run finishes the import."""
 
 
 class SearchIndexMissingError(HermesStateError):

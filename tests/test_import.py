@@ -493,6 +493,7 @@ def kill_and_resume(db: Path, corpus: Corpus, kills: int, seed: int) -> None:
     rng, seen = random.Random(seed), []
     scratch = db.parent / "tmp"  # the import's TMPDIR: where its reader keeps staging files
     scratch.mkdir()
+    SessionDB(db).close()  # an existing store: batches land in it one by one (a new file is built aside whole)
     for _ in range(kills):
         process = subprocess.Popen(import_command(db, corpus.folder), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True,  # its own process group
@@ -540,6 +541,7 @@ main()
 @pytest.mark.parametrize("batch", [1, 3])
 def test_import_killed_inside_a_write_transaction_keeps_only_whole_batches(tmp_path, corpus, batch):
     db = tmp_path / "killed.db"
+    SessionDB(db).close()  # an existing store, written batch by batch (test_fresh_import.py: a new file)
     arguments = import_command(db, corpus.folder)[3:]
     with (tmp_path / "stderr").open("wb") as stderr:
         killed = subprocess.Popen([sys.executable, "-c", DIE_IN_TRANSACTION, str(batch), *arguments],
@@ -668,6 +670,7 @@ def test_ctrl_c_stops_the_import_cleanly(tmp_path, corpus):
     # finishes the job.
     db, scratch = tmp_path / "state.db", tmp_path / "tmp"
     scratch.mkdir()
+    SessionDB(db).close()  # an existing store keeps the batches committed (test_fresh_import.py: a new file)
     process = subprocess.Popen(import_command(db, corpus.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
     time.sleep(min(1.0, corpus.seconds / 2))

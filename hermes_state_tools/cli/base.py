@@ -184,7 +184,9 @@ def quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_OK)
 
 
-INTERRUPTED = "interrupted; what was already written is kept whole, re-run to finish"
+# True of a write into an existing file (what was committed stays whole) and of a first import built
+# aside (nothing of it is placed): nothing is left half-written.
+INTERRUPTED = "interrupted; nothing was left half-written, re-run to finish"
 
 
 class ToolGroup(click.Group):

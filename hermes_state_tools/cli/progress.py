@@ -22,6 +22,10 @@ class ImportBars:
     def start(self, files: int) -> None:
         from tqdm import tqdm
 
+        if self.files is not None:  # started again from zero: the import reads the files a second time
+            self.files.reset(total=files)
+            self.messages.reset()
+            return
         self.files = tqdm(total=files, desc="files", unit="file", file=sys.stderr, position=0)
 
     def advance(self, files: int = 0, messages: int = 0) -> None:

@@ -90,8 +90,9 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
         staging = _staging_folder()
         if not _deliver(out, ("staging", staging, [], 0)):
             return
-        for number, items in enumerate(prepared_batches(db_path if db_path.exists() else None,
-                                                        files, tz, source, log)):
+        # None: plan against no database (a new file built aside; nothing else can be in it).
+        planned_against = db_path if db_path is not None and db_path.exists() else None
+        for number, items in enumerate(prepared_batches(planned_against, files, tz, source, log)):
             if not acks.wait_for(number - READ_AHEAD + 1):
                 return  # the importing process is gone: stop quietly
             path = staging / f"batch-{number:06d}.db" if staging is not None else None

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.errors import DestinationExistsError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing
 from hermes_state_tools.ingest.merge_copies import Existing
@@ -21,6 +22,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_li
 from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
+from hermes_state_tools.store.fresh import build_new_store
 from hermes_state_tools.store.opening import (
     open_read_connection,
     require_sound,
@@ -34,7 +36,7 @@ PARALLEL_FROM_FILES = 64
 
 
 class Progress(Protocol):
-    def start(self, files: int) -> None: ...
+    def start(self, files: int) -> None: ...  # may come again: counting starts over
     def advance(self, files: int = 0, messages: int = 0) -> None: ...
 
 
@@ -205,6 +207,59 @@ def open_target(db_path: Path, stats: ImportStats) -> SessionDB:
     return SessionDB(db_path)
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What a real run reads and how: the same for a new file built aside and for an existing one."""
+
+    files: list[Path]
+    found: list[Problem]  # what discovery reported
+    tz: tzinfo | None
+    source: str | None
+    progress: Progress | None
+
+
+def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
+    """Every batch, then the parked parents' pass, written into `db` (its batches planned against
+    the file `plan_against`; None: against no database)."""
+    assert db._conn is not None
+    db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
+    reader = remote_batches if len(job.files) >= PARALLEL_FROM_FILES else local_batches
+    parked = _write_all(db, reader(plan_against, job.files, job.tz, job.source, log), stats, log,
+                        _replanner(job.tz, job.source), job.progress)
+    log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
+
+
+def _into_existing(db_path: Path, job: _Job, stats: ImportStats, log: ReadLog) -> None:
+    with open_target(db_path, stats) as db:
+        assert db._conn is not None
+        # Durable against a crash of this process at any point (WAL); only a power cut could
+        # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
+        db._conn.execute("PRAGMA synchronous=NORMAL")
+        # Checkpoint every ~32 MiB of WAL instead of every 4 MiB: pages the batches rewrite (FTS
+        # segments, b-tree interiors) are copied back far less often; measured ~4% of the import.
+        db._conn.execute("PRAGMA wal_autocheckpoint=8192")
+        _write_into(db, db_path, job, stats, log)
+
+
+def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
+    """Write everything. A file that does not exist yet is built aside and placed whole (store/fresh.py);
+    when another process creates it meanwhile, the import runs again into that file, as if it had been
+    there from the start (the private build is thrown away)."""
+    if not db_path.exists():
+        stats, log = ImportStats(), ReadLog(list(job.found))
+        try:
+            # Planned against no database: the new file holds only what this run writes.
+            build_new_store(db_path, lambda db: _write_into(db, None, job, stats, log))
+            return stats, log
+        except DestinationExistsError:
+            if job.progress:
+                job.progress.start(len(job.files))  # the files are read again
+            prepare_schema(db_path, ImportStats())  # the file that appeared is held to the usual rules
+    stats, log = ImportStats(), ReadLog(list(job.found))
+    _into_existing(db_path, job, stats, log)
+    return stats, log
+
+
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
                  dry_run: bool = False, progress: Progress | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
@@ -224,19 +279,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         note_upgrade(db_path, stats)
         _dry_run(db_path, files, tz, source, stats, log)
     else:
-        with open_target(db_path, stats) as db:
-            assert db._conn is not None
-            # Durable against a crash of this process at any point (WAL); only a power cut could
-            # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
-            db._conn.execute("PRAGMA synchronous=NORMAL")
-            db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
-            # Checkpoint every ~32 MiB of WAL instead of every 4 MiB: pages the batches rewrite (FTS
-            # segments, b-tree interiors) are copied back far less often; measured ~4% of the import.
-            db._conn.execute("PRAGMA wal_autocheckpoint=8192")
-            reader = remote_batches if len(files) >= PARALLEL_FROM_FILES else local_batches
-            parked = _write_all(db, reader(db_path, files, tz, source, log), stats, log, _replanner(tz, source),
-                                progress)
-            log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
+        stats, log = _real_run(db_path, _Job(files, found, tz, source, progress))
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
     return stats

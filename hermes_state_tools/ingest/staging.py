@@ -29,6 +29,9 @@ SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)
 _SESSION_FIELDS = ", ".join(SESSION_FIELDS)
 _SESSION_COLUMNS = _SESSION_FIELDS + ", hst_extra"
+# Said alike whether the import writes into an existing file (the batches committed before stay) or
+# builds a new one aside (nothing of it is placed): a re-run skips whatever is stored.
+RERUN = "re-run the import to finish (it skips what is already stored)"
 
 
 def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...] | None:
@@ -88,8 +91,7 @@ def attached(conn: sqlite3.Connection, path: Path | None) -> Iterator[None]:
         yield
         return
     if not path.is_file():  # ATTACH would create an empty database in its place
-        raise ImportReaderError(f"the import's staging file {path} is gone; what was imported so far is kept, "
-                                "re-run to finish")
+        raise ImportReaderError(f"the import's staging file {path} is gone; {RERUN}")
     conn.execute(f"ATTACH DATABASE ? AS {SCHEMA_NAME}", (str(path),))
     try:
         yield
@@ -108,7 +110,7 @@ def insert_staged(conn: sqlite3.Connection, rows: StagedRows) -> None:
     ).rowcount
     if copied != rows.count:  # a damaged staging file: the batch rolls back whole
         raise ImportReaderError(f"the import's staging file held {copied} of {rows.count} staged messages; "
-                                "what was imported so far is kept, re-run to finish")
+                                f"{RERUN}")
 
 
 def insert_staged_sessions(conn: sqlite3.Connection, rowids: list[int], with_extra: bool) -> None:
@@ -120,8 +122,7 @@ def insert_staged_sessions(conn: sqlite3.Connection, rowids: list[int], with_ext
     copied = conn.execute(f"INSERT INTO sessions ({_SESSION_FIELDS}) SELECT {_SESSION_FIELDS} {chosen} ORDER BY rowid",
                           (wanted,)).rowcount
     if copied != len(rowids):  # a damaged staging file: the batch rolls back whole
-        raise ImportReaderError(f"the import's staging file held {copied} of {len(rowids)} staged sessions; "
-                                "what was imported so far is kept, re-run to finish")
+        raise ImportReaderError(f"the import's staging file held {copied} of {len(rowids)} staged sessions; {RERUN}")
     if with_extra:
         extras.ensure_tables(conn)
         conn.execute(f"INSERT OR REPLACE INTO {extras.SESSION_TABLE} (session_id, data) "

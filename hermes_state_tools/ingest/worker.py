@@ -31,6 +31,7 @@ from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
 from hermes_state_tools.ingest.existing import stored_session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
+from hermes_state_tools.ingest.staging import RERUN
 from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
 from hermes_state_tools.store.opening import open_read_connection
 
@@ -49,7 +50,7 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
             conn.close()
 
 
-def local_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
+def local_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
                   log: ReadLog) -> Generator[Batch, None, None]:
     """Batches read and planned in this process (small imports: a second one costs more to start)."""
     for items in prepared_batches(db_path, files, tz, source, log):
@@ -83,8 +84,7 @@ def _can_start_reader(tz: tzinfo | None) -> bool:
 def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderError:
     """The error to raise, once the reader has exited (closing its pipes tells it to)."""
     _stop_reader(child, None)
-    return ImportReaderError(f"the import's reader process {why} (exit {child.returncode}); what was imported "
-                             "so far is kept, re-run to finish")
+    return ImportReaderError(f"the import's reader process {why} (exit {child.returncode}); {RERUN}")
 
 
 def _start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
@@ -115,7 +115,7 @@ def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def remote_batches(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None,
+def remote_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
                    log: ReadLog) -> Generator[Batch, None, None]:
     """`prepared_batches` computed in a reader process (reader_child.py).
 

@@ -1,0 +1,60 @@
+"""A store that does not exist yet, built under a private temporary name and put in place whole.
+
+Nobody can be using a file that does not exist, so a first import need not pay for what lets a
+live gateway write in between (the WAL's second copy of every page, checkpoints, fsyncs): it
+builds the file with an in-memory journal and no syncs, switches it to WAL at the end, fsyncs
+it once and links it into place. A failure or a kill leaves no database under the real name:
+the temporary file is removed here, or (after a kill) by the next run's `remove_stale_temps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from hermes_state_tools.errors import StorageIOError
+from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
+from hermes_state_tools.store.session_db import SessionDB
+
+T = TypeVar("T")
+
+TEMP_PURPOSE = "import"
+
+
+def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
+    """Run `build` on a new store (schema v6, mode 0600) that becomes `dest` only once it is complete.
+
+    Raises DestinationExistsError, with nothing left behind, when `dest` appeared meanwhile (another
+    process created it): it is never overwritten. Any other failure also removes the new file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(dest.parent)  # what a killed build (or backup, repair, restore) left
+    temp = temp_beside(dest, TEMP_PURPOSE)
+    remove_with_sidecars(temp)  # our pid's name: only a dead process that had the same pid left this
+    try:
+        with SessionDB(temp) as db:
+            _unjournaled(db)
+            result = build(db)
+            _to_wal(db, temp)
+        place(temp, dest)  # fsyncs the file, links it (never over another), fsyncs the folder
+    except BaseException:
+        remove_with_sidecars(temp)
+        raise
+    return result
+
+
+def _unjournaled(db: SessionDB) -> None:
+    assert db._conn is not None
+    # MEMORY, not OFF: the writer rolls one session back (SAVEPOINT / ROLLBACK TO) when SQLite
+    # refuses a value, and a transaction still rolls back whole; only a crash needs a journal on
+    # disk, and a crashed build is thrown away.
+    db._conn.execute("PRAGMA journal_mode=MEMORY").fetchone()
+    db._conn.execute("PRAGMA synchronous=OFF")  # one fsync before placing replaces them all
+
+
+def _to_wal(db: SessionDB, temp: Path) -> None:
+    """The file Hermes opens is in WAL mode, as a store opened the usual way is."""
+    assert db._conn is not None
+    mode = db._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise StorageIOError(f"{temp}: SQLite could not switch the new database to WAL mode (it stayed {mode})")
