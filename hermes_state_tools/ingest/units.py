@@ -126,8 +126,9 @@ class UnitReader:
         for sid in sorted(self.groups):
             paths = self.groups[sid]
             plain = self._plain(sid, paths)
-            if plain is not None:
-                yield replace(self.unit(sid, [plain.session], paths), plain=plain)
+            if plain is not None:  # what self.unit gives for its one copy (no index entry, no last_updated read)
+                end = parse_timestamp(plain.session.extra.get("last_updated"), self.tz)
+                yield Unit(sid, [plain.session], (str(paths[0]),), plain.mtime, end, None, plain)
                 continue
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
