@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from collections.abc import Iterable, Iterator
@@ -19,7 +20,11 @@ NOISE = (
 
 def file_shape(path: Path) -> str | None:
     """Return "index", "save", "snapshot" (ShareGPT logs included) or "jsonl" for a file name, else None."""
-    name = path.name
+    return _name_shape(path.name)
+
+
+@functools.lru_cache(maxsize=4096)  # asked a few times per file while one import groups and reads it
+def _name_shape(name: str) -> str | None:
     if any(name.startswith(prefix) and name.endswith(suffix) for prefix, suffix, _ in NOISE):
         return None
     if name == "sessions.json":

@@ -119,6 +119,7 @@ class PlainTranscript:
     session: LegacySession  # its fields and extra exactly as read_jsonl gives them; no messages
     lines: list[dict[str, Any]]  # each message line's object, in file order
     times: list[float]  # each one's time: all known, strictly increasing
+    mtime: float  # the file's modification time, as read
 
 
 def read_plain(path: Path, file: str, tz: tzinfo | None = None,
@@ -135,7 +136,8 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     if not usable_id(session_id):
         return None
     with path.open("rb") as handle:
-        if not 0 < os.fstat(handle.fileno()).st_size <= WHOLE_FILE_BYTES:
+        status = os.fstat(handle.fileno())
+        if not 0 < status.st_size <= WHOLE_FILE_BYTES:
             return None
         data = handle.read()
     raw_lines = data.split(b"\n")
@@ -173,7 +175,7 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     *problems, session = _session(session_id, file, [], meta, fallback_source, extra, tz)
     if problems or not isinstance(session, LegacySession):
         return None
-    return PlainTranscript(session, lines, times)
+    return PlainTranscript(session, lines, times, status.st_mtime)
 
 
 def _plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:

@@ -117,16 +117,22 @@ def test_batches_arrive_staged_and_the_reader_never_runs_far_ahead(tmp_path, mon
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     files, _ = discover([tmp_path / "sessions"])
-    sizes, most = [], 0
-    for batch in remote_batches(tmp_path / "absent.db", files, None, None, ReadLog()):
-        assert batch.staging is not None and batch.staging.is_file()
-        assert all(isinstance(item.rows, StagedRows) for item in batch.items)
+    sizes, most, staged = [], 0, 0
+    for number, batch in enumerate(remote_batches(tmp_path / "absent.db", files, None, None, ReadLog())):
         sizes.append(len(batch.items))
-        time.sleep(0.1)  # a slow writer: the reader gets every chance to run ahead
-        most = max(most, len(list(batch.staging.parent.iterdir())))
-        batch.staging.unlink()  # what the writer does once the batch is committed
+        if batch.staging is None:  # the writer was waiting for it: its rows came in the pipe
+            assert all(isinstance(item.rows, tuple) for item in batch.items)
+        else:
+            assert batch.staging.is_file() and all(isinstance(item.rows, StagedRows) for item in batch.items)
+            staged += 1
+        assert number > 0 or batch.staging is None  # nothing is queued before the first: never staged
+        time.sleep(0.2)  # a slow writer: the reader gets every chance to run ahead
+        if batch.staging is not None:
+            most = max(most, len(list(batch.staging.parent.iterdir())))
+            batch.staging.unlink()  # what the writer does once the batch is committed
     assert sum(sizes) == 40 and len(sizes) >= 2 * READ_AHEAD
-    assert most == READ_AHEAD  # staged ahead, but never more than READ_AHEAD files
+    assert staged >= len(sizes) // 2  # behind a slow writer the reader stages (it has the time)
+    assert 2 <= most <= READ_AHEAD  # staged ahead, but never more than READ_AHEAD files
     assert list((tmp_path / "tmp").iterdir()) == []  # the staging folder went with the reader
 
 

@@ -95,7 +95,10 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
         for number, items in enumerate(prepared_batches(planned_against, files, tz, source, log)):
             if not acks.wait_for(number - READ_AHEAD + 1):
                 return  # the importing process is gone: stop quietly
-            path = staging / f"batch-{number:06d}.db" if staging is not None else None
+            # Staging a batch moves binding its values from the writer to this process: worth it
+            # while the writer has batches queued, not once it waits for this one (this process is
+            # then the slower side, and the rows travel in the pipe instead).
+            path = staging / f"batch-{number:06d}.db" if staging is not None and acks.count < number else None
             staged = stage_batch(path, items) if path is not None else None
             batch = Batch(items) if staged is None else Batch(staged, path)  # unstaged: rows travel in the pipe
             if not _deliver(out, ("batch", batch, log.problems, log.files_read)):

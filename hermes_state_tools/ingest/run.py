@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import subprocess
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -19,7 +20,7 @@ from hermes_state_tools.ingest.merge_copies import Existing
 from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, prepare
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.worker import local_batches, remote_batches
+from hermes_state_tools.ingest.worker import local_batches, remote_batches, start_reader, stop_reader
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
 from hermes_state_tools.store.fresh import build_new_store
@@ -216,6 +217,9 @@ class _Job:
     tz: tzinfo | None
     source: str | None
     progress: Progress | None
+    # A reader process started as soon as the files were known (its start overlaps opening the
+    # store); the first run that reads takes it.
+    spare: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
 def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
@@ -223,9 +227,12 @@ def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: Impo
     the file `plan_against`; None: against no database)."""
     assert db._conn is not None
     db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
-    reader = remote_batches if len(job.files) >= PARALLEL_FROM_FILES else local_batches
-    parked = _write_all(db, reader(plan_against, job.files, job.tz, job.source, log), stats, log,
-                        _replanner(job.tz, job.source), job.progress)
+    if len(job.files) >= PARALLEL_FROM_FILES:
+        child = job.spare.pop() if job.spare else None
+        batches = remote_batches(plan_against, job.files, job.tz, job.source, log, child)
+    else:
+        batches = local_batches(plan_against, job.files, job.tz, job.source, log)
+    parked = _write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
     log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
 
 
@@ -279,7 +286,13 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         note_upgrade(db_path, stats)
         _dry_run(db_path, files, tz, source, stats, log)
     else:
-        stats, log = _real_run(db_path, _Job(files, found, tz, source, progress))
+        early = start_reader(tz) if len(files) >= PARALLEL_FROM_FILES else None
+        spare = [early] if early is not None else []
+        try:
+            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare))
+        finally:
+            for child in spare:  # not taken: the run failed before it read
+                stop_reader(child)
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
     return stats

@@ -13,6 +13,7 @@ from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.importers import parse_timestamp, read_file
 from hermes_state_tools.importers.discover import file_shape
 from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
+from hermes_state_tools.ingest.readahead import ReadAhead
 
 
 @dataclass
@@ -122,12 +123,22 @@ class UnitReader:
                 yield record
 
     def units(self) -> Iterator[Unit]:
+        order = sorted(self.groups)
+        ahead = ReadAhead([p for sid in order for p in self.groups[sid]] + self.singles)
+        try:
+            yield from self._units(order, ahead)
+        finally:
+            ahead.close()
+
+    def _units(self, order: list[str], ahead: ReadAhead) -> Iterator[Unit]:
         deferred: list[tuple[LegacySession, Path]] = []
-        for sid in sorted(self.groups):
+        for sid in order:
             paths = self.groups[sid]
+            ahead.read(len(paths))
             plain = self._plain(sid, paths)
-            if plain is not None:
-                yield replace(self.unit(sid, [plain.session], paths), plain=plain)
+            if plain is not None:  # what self.unit gives for its one copy (no index entry, no last_updated read)
+                end = parse_timestamp(plain.session.extra.get("last_updated"), self.tz)
+                yield Unit(sid, [plain.session], (str(paths[0]),), plain.mtime, end, None, plain)
                 continue
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
@@ -140,6 +151,7 @@ class UnitReader:
             for session_id, copies in by_id.items():
                 yield self.unit(session_id, copies, paths)
         for path in self.singles:
+            ahead.read()
             for record in self.records(path):
                 self._learn(record)
                 yield self.unit(record.session_id, [record], [path])

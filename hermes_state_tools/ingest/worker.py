@@ -87,7 +87,7 @@ def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderErro
     return ImportReaderError(f"the import's reader process {why} (exit {child.returncode}); {RERUN}")
 
 
-def _start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
+def start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
     """The reader process, or None where none can be started (the batches are then read here)."""
     if not _can_start_reader(tz):
         return None
@@ -98,6 +98,11 @@ def _start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
     assert child.stdout is not None
     _widen_pipe(child.stdout)
     return child
+
+
+def stop_reader(child: subprocess.Popen[bytes]) -> None:
+    """Stop a reader process that was started but never given its work."""
+    _stop_reader(child, None)
 
 
 def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
@@ -116,14 +121,15 @@ def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
 
 
 def remote_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
-                   log: ReadLog) -> Generator[Batch, None, None]:
+                   log: ReadLog, child: subprocess.Popen[bytes] | None = None) -> Generator[Batch, None, None]:
     """`prepared_batches` computed in a reader process (reader_child.py).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a
     `__main__` guard. Where no reader process can be started, the batches are read here.
+    `child`: a reader process started earlier (start_reader), so its start overlapped other work.
     """
-    child = _start_reader(tz)
+    child = child if child is not None else start_reader(tz)
     if child is None:
         yield from local_batches(db_path, files, tz, source, log)
         return

@@ -192,7 +192,9 @@ class _BatchWriter:
             self.flush_creates()  # an earlier copy of this session is about to be written: it counts
         if item.session_id in self.staged.sessions:
             self.staged.copy()  # an earlier copy of this session waits in the run: its rows count
-        if item.plain_create and isinstance(item.rows, StagedRows):
+        if item.plain_create:
+            if self.creates and _staged(next(iter(self.creates.values()))) != _staged(item):
+                self.flush_creates()  # a run's rows are all staged or all in memory: ids follow batch order
             self.creates[item.session_id] = item
             return
         self.flush_creates()
@@ -238,6 +240,9 @@ class _BatchWriter:
             insert_staged_sessions(self.conn, [item.staged_session for item in staged if item.staged_session],
                                    any(item.session_extra for item in staged))
             _insert_sessions(self.conn, [item for item in fresh if item.staged_session is None])
+            if not _staged(fresh[0]):  # rows in memory take the next ids: staged rows before them go first
+                self.staged.copy()
+                insert_rows(self.conn, "messages", [row for item in fresh for row in item.rows])  # type: ignore[union-attr]
         except (sqlite3.Error, OverflowError) as exc:
             if is_lock_error(exc):
                 raise
@@ -258,6 +263,10 @@ class _BatchWriter:
         self.flush_creates()
         self.staged.copy()
         return BatchResult(tuple(self.written), tuple(self.stale))
+
+
+def _staged(item: Prepared) -> bool:
+    return isinstance(item.rows, StagedRows)
 
 
 def _insert_sessions(conn: sqlite3.Connection, items: list[Prepared]) -> None:
