@@ -156,11 +156,11 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
             return None
         if type(value) is not dict or has_wide_float(value):
             return None
+        if number == 1 and (is_export_record(value) or is_hermes_export(value)):
+            return None  # read_jsonl reads it as an export file, whatever its role says
         if value.get("role") == "session_meta":
             _take_meta(value, number, meta, extra)
             continue
-        if number == 1 and (is_export_record(value) or is_hermes_export(value)):
-            return None
         seconds = _plain_time(value, tz)
         if seconds is None or (times and seconds <= times[-1]):
             return None

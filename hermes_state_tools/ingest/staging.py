@@ -37,8 +37,9 @@ RERUN = "re-run the import to finish (it skips what is already stored)"
 def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...] | None:
     """Write the batch's rows to a new staging file; the same sessions pointing at their rows there.
 
-    None, with nothing left behind, when the file cannot be written (e.g. a full temporary disk):
-    the rows then travel in memory, and the plans as they came report their problems once.
+    None, with nothing left behind, when the file cannot be written (e.g. a full temporary disk) or
+    SQLite refuses a value: the rows then travel in memory, the writer fails such a session alone,
+    and the plans as they came report their problems once.
     """
     staged: list[Prepared] = []
     try:
@@ -67,7 +68,7 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
             conn.execute("COMMIT")
         finally:
             conn.close()
-    except (sqlite3.Error, OSError):
+    except (sqlite3.Error, OSError, OverflowError):  # OverflowError: an integer no SQLite column holds
         path.unlink(missing_ok=True)
         return None
     return tuple(staged)
