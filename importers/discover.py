@@ -25,8 +25,9 @@ def file_shape(path: Path) -> str | None:
 
 @functools.lru_cache(maxsize=4096)  # asked a few times per file while one import groups and reads it
 def _name_shape(name: str) -> str | None:
-    if any(name.startswith(prefix) and name.endswith(suffix) for prefix, suffix, _ in NOISE):
-        return None
+    for prefix, suffix, _ in NOISE:  # a loop, not any(): this runs for every file of an install
+        if name.endswith(suffix) and name.startswith(prefix):
+            return None
     if name == "sessions.json":
         return "index"
     if name.startswith("hermes_conversation_") and name.endswith(".json"):
@@ -38,21 +39,22 @@ def _name_shape(name: str) -> str | None:
 
 def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
     """Return the transcript files under `paths` (each once; index files first, then by path) and notices."""
-    files: dict[Path, Path] = {}
+    files: dict[str, tuple[Path, str]] = {}
     problems: dict[tuple[str, str], Problem] = {}
     for path in paths:
         for found in _walk(Path(path)):
             if isinstance(found, Problem):
                 problems.setdefault((str(Path(found.file).resolve()), found.kind), found)
             else:
-                real, named = found
-                files.setdefault(real, named)
-    ordered = sorted(files.values(), key=lambda p: (file_shape(p) != "index", str(p)))
-    return ordered, list(problems.values())
+                real, named, spelled = found
+                files.setdefault(real, (named, spelled))
+    ordered = sorted(files.values(), key=lambda found: (file_shape(found[0]) != "index", found[1]))
+    return [named for named, _ in ordered], list(problems.values())
 
 
-# A file found: (its real path, which tells two names of one file apart, and the path as named).
-Found = tuple[Path, Path]
+# A file found: its real path (which tells two names of one file apart), the path as named, and
+# that path's text (the sort key; a folder of thousands of files is found in one pass of text).
+Found = tuple[str, Path, str]
 
 
 def _walk(path: Path) -> Iterator[Found | Problem]:
@@ -133,13 +135,13 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
             if empty:
                 yield Problem(str(path), None, "skipped_file", "an empty folder (or one read already); not read")
         else:
-            yield from _file(path, entry.is_file(), None if entry.is_symlink() else real / entry.name)
+            yield from _file(path, entry.is_file(), None if entry.is_symlink() else os.path.join(real, entry.name))
 
 
-def _file(path: Path, is_file: bool, real: Path | None = None) -> Iterator[Found | Problem]:
+def _file(path: Path, is_file: bool, real: str | None = None) -> Iterator[Found | Problem]:
     """Yield the file when its name is a transcript shape, else a notice saying what was skipped."""
     if file_shape(path) is not None and is_file:
-        yield (real or path.resolve()), path
+        yield (real or str(path.resolve())), path, str(path)
         return
     what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
     yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")
