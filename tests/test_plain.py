@@ -435,3 +435,26 @@ def test_two_copies_of_one_new_session_in_one_batch(tmp_path: Path, staged: bool
     assert [m[1] for m in _messages_by_session(tmp_path / "state.db")[first.session_id]] == \
         ["question 0 zebra", "answer 0"]
     _sound(tmp_path / "state.db")
+
+
+def test_a_run_of_sessions_rows_in_memory_keeps_each_value_in_its_column(tmp_path: Path) -> None:
+    # Two plans whose rows name the same columns in another order: one statement for the run must still
+    # put each value under its own name.
+    first, second = _plans(_plain_files(tmp_path / "sessions", 2))
+    first = dataclasses.replace(first, row={**first.row, "model": "m-one", "system_prompt": None})
+    # The same names with model and system_prompt swapped in order (both may hold any text or NULL, so a
+    # misplaced value would be stored without a word).
+    swapped = {("system_prompt" if k == "model" else "model" if k == "system_prompt" else k): None
+               for k in first.row}
+    second = dataclasses.replace(second, row={k: {**second.row, "model": "m-two", "system_prompt": None}[k]
+                                               for k in swapped})
+    assert list(first.row) != list(second.row) and set(first.row) == set(second.row)
+    with SessionDB(tmp_path / "state.db") as db:
+        report = _write(db, Batch((first, second)))
+    assert report["sessions_created"] == 2 and report["problems"] == []
+    stored = {s["id"]: s for s in query(tmp_path / "state.db", "SELECT * FROM sessions")}
+    for plan, model in ((first, "m-one"), (second, "m-two")):
+        row = stored[plan.session_id]
+        assert (row["model"], row["system_prompt"], row["source"], row["started_at"], row["message_count"]) == \
+            (model, None, plan.row["source"], plan.row["started_at"], plan.message_count)
+    _sound(tmp_path / "state.db")

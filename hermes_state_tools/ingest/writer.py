@@ -274,10 +274,10 @@ def _insert_sessions(conn: sqlite3.Connection, items: list[Prepared]) -> None:
     rows = [session_values(item, dict(item.row)) for item in items]
     start = 0
     for end in range(1, len(rows) + 1):
-        if end == len(rows) or rows[end].keys() != rows[start].keys():
-            names = ", ".join(rows[start])
-            conn.executemany(f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(rows[start]))})",
-                             [list(row.values()) for row in rows[start:end]])
+        if end == len(rows) or rows[end].keys() != rows[start].keys():  # the same names, in any order
+            names = list(rows[start])
+            conn.executemany(f"INSERT INTO sessions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                             [[row[name] for name in names] for row in rows[start:end]])
             start = end
     extras.put_session_extras(conn, [(item.session_id, item.session_extra) for item in items if item.session_extra])
 
