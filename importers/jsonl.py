@@ -135,11 +135,9 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     session_id = path.stem
     if not usable_id(session_id):
         return None
-    with path.open("rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not 0 < status.st_size <= WHOLE_FILE_BYTES:
-            return None
-        data = handle.read()
+    status, data = _small_file(path)
+    if data is None:
+        return None
     raw_lines = data.split(b"\n")
     if not raw_lines[-1]:  # the newline that ends the last line starts no line
         raw_lines.pop()
@@ -176,6 +174,22 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     if problems or not isinstance(session, LegacySession):
         return None
     return PlainTranscript(session, lines, times, status.st_mtime)
+
+
+def _small_file(path: Path) -> tuple[os.stat_result, bytes | None]:
+    """The file's status and bytes; None for an empty file or one above WHOLE_FILE_BYTES. (A bare
+    descriptor: a buffered file object costs more to make than reading a small file does.)"""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        status = os.fstat(fd)
+        if not 0 < status.st_size <= WHOLE_FILE_BYTES:
+            return status, None
+        chunks = []
+        while chunk := os.read(fd, max(status.st_size, 1 << 16)):  # one read, unless the file grows
+            chunks.append(chunk)
+        return status, b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
