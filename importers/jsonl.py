@@ -166,10 +166,12 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
         times.append(seconds)
     if not lines:
         return None
-    names = call_names(line.get("tool_calls") for line in lines)  # as fill_tool_names gives them
-    for line in lines:
-        if line["role"] == "tool" and line.get("tool_name") is None and line.get("tool_call_id") in names:
-            line["tool_name"] = names[line["tool_call_id"]]
+    unnamed = [line for line in lines if line["role"] == "tool" and line.get("tool_name") is None]
+    if unnamed:  # as fill_tool_names names them
+        names = call_names(line.get("tool_calls") for line in lines)
+        for line in unnamed:
+            if line.get("tool_call_id") in names:
+                line["tool_name"] = names[line["tool_call_id"]]
     *problems, session = _session(session_id, file, [], meta, fallback_source, extra, tz)
     if problems or not isinstance(session, LegacySession):
         return None

@@ -75,6 +75,8 @@ class Prepared:
 
 
 _NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
+# The keys of a plain record that fill the tail (token_count is never plain): most records hold none.
+_TAIL_KEYS = frozenset(("finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items"))
 
 
 def _tool_call_count(inserts: list[tuple[Any, float, int]]) -> int | None:
@@ -158,10 +160,12 @@ def plain_plan(unit: Unit) -> Prepared:
     for line, timestamp in zip(unit.plain.lines, unit.plain.times, strict=True):
         get = line.get
         role, calls = line["role"], get("tool_calls")
+        tail = _NO_TAIL if _TAIL_KEYS.isdisjoint(line) else (
+            None, get("finish_reason"), get("reasoning"), get("reasoning_details"), get("codex_reasoning_items"))
         rows.append(message_row(sid, role, get("content"), get("tool_call_id"), calls, get("tool_name"), timestamp,
-                                (None, get("finish_reason"), get("reasoning"), get("reasoning_details"),
-                                 get("codex_reasoning_items"))))
-        tool_calls += tool_call_increment(role, calls)
+                                tail))
+        if calls is not None:
+            tool_calls += tool_call_increment(role, calls)
     return Prepared(
         session_id=sid, create=True, row=new_row(sid, [session], unit.plain.times, unit.fallback_start),
         session_extra=dict(session.extra), rows=tuple(rows), message_extras=(), tool_calls=tool_calls, duplicates=0,
