@@ -6,7 +6,7 @@ import contextlib
 import sqlite3
 import subprocess
 from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
@@ -183,15 +183,17 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
             conn.close()
 
 
-def prepare_schema(db_path: Path, stats: ImportStats) -> None:
+def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
     """Refuse a foreign or newer file, and for a real run a damaged one (nothing writes into one),
-    whether or not anything is found to import."""
+    whether or not anything is found to import. True: the file was proven sound (open_target need
+    not prove it again)."""
     if not (db_path.exists() and db_path.stat().st_size):
-        return
+        return False
     if stats.dry_run:
         require_supported(db_path)
-    else:
-        require_sound(db_path)  # supported and sound, in one look
+        return False
+    require_sound(db_path)  # supported and sound, in one look
+    return True
 
 
 def note_upgrade(db_path: Path, stats: ImportStats) -> None:
@@ -201,11 +203,12 @@ def note_upgrade(db_path: Path, stats: ImportStats) -> None:
                                "backup_first": f"{db_path}.bak-<timestamp>"}
 
 
-def open_target(db_path: Path, stats: ImportStats) -> SessionDB:
+def open_target(db_path: Path, stats: ImportStats, proven: bool = False) -> SessionDB:
     """The store a real run writes into, opened (created, upgraded) only once something will be
-    written; when the opening changes the schema, the file as it was is backed up first."""
+    written; when the opening changes the schema, the file as it was is backed up first. `proven`:
+    what prepare_schema returned for this file."""
     stats.backup = backup_if_schema_changes(db_path)
-    return SessionDB(db_path)
+    return SessionDB(db_path, _proven=proven)
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,7 @@ class _Job:
     # A reader process started as soon as the files were known (its start overlaps opening the
     # store); the first run that reads takes it.
     spare: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    proven: bool = False  # the existing file passed require_sound before the files were read
 
 
 def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
@@ -237,7 +241,7 @@ def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: Impo
 
 
 def _into_existing(db_path: Path, job: _Job, stats: ImportStats, log: ReadLog) -> None:
-    with open_target(db_path, stats) as db:
+    with open_target(db_path, stats, job.proven) as db:
         assert db._conn is not None
         # Durable against a crash of this process at any point (WAL); only a power cut could
         # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
@@ -261,7 +265,8 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
         except DestinationExistsError:
             if job.progress:
                 job.progress.start(len(job.files))  # the files are read again
-            prepare_schema(db_path, ImportStats())  # the file that appeared is held to the usual rules
+            # The file that appeared is held to the usual rules.
+            job = replace(job, proven=prepare_schema(db_path, ImportStats()))
     stats, log = ImportStats(), ReadLog(list(job.found))
     _into_existing(db_path, job, stats, log)
     return stats, log
@@ -273,7 +278,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not, files found or not); the store is opened (and upgraded) only to write.
-    prepare_schema(db_path, stats)
+    proven = prepare_schema(db_path, stats)
     files, found = discover(paths)
     log.problems += found
     if not files:  # nothing to write: the database is not created or opened for it
@@ -289,7 +294,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         early = start_reader(tz) if len(files) >= PARALLEL_FROM_FILES else None
         spare = [early] if early is not None else []
         try:
-            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare))
+            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare, proven))
         finally:
             for child in spare:  # not taken: the run failed before it read
                 stop_reader(child)

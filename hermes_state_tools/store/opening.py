@@ -284,10 +284,12 @@ def _remove_new_empty_sidecars(path: Path, existed: list[bool]) -> None:
         shm.unlink(missing_ok=True)
 
 
-def open_store(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
-    """Open (creating if needed) and bring the schema to v6, one transaction per step."""
+def open_store(path: Path, lock: threading.RLock,
+               proven: bool = False) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
+    """Open (creating if needed) and bring the schema to v6, one transaction per step. `proven`: the
+    caller's require_sound passed on this file a moment ago (an import checks before it reads a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.stat().st_size:  # a newer file refused, then a damaged one, in one look
+    if not proven and path.exists() and path.stat().st_size:  # a newer file refused, then a damaged one
         require_database_file(path)
         _proven(path, lambda: _look(path, False, False, hermes=False))
     conn, runner = open_writable(path, lock)
