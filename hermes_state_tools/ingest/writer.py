@@ -204,6 +204,10 @@ class _BatchWriter:
         if not (item.changes or item.session_extra):
             self.written.append(Written.planned(item))
             return
+        self._one(item)
+
+    def _one(self, item: Prepared) -> None:
+        """Write one session on its own (in a savepoint: a value SQLite refuses fails it alone)."""
         if not isinstance(item.rows, StagedRows):
             self.staged.copy()  # rows in memory take the next ids: every staged row before them goes first
         outcome = _write_session(self.conn, item, self.next_id)
@@ -249,10 +253,7 @@ class _BatchWriter:
             self.conn.execute("ROLLBACK TO import_creates")
             self.conn.execute("RELEASE import_creates")
             for item in fresh:
-                outcome = _write_session(self.conn, item, self.next_id)
-                self.written.append(outcome)
-                if outcome.stored:
-                    self._stored(item)
+                self._one(item)
             return
         self.conn.execute("RELEASE import_creates")
         for item in fresh:
