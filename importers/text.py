@@ -80,28 +80,39 @@ def iter_json_lines(path: Path, file: str) -> Iterator[JsonLine | Problem]:
     """Yield each line of a JSONL file as a JsonLine, or a Problem for blank and unparsable lines."""
     codecs: dict[str, list[int]] = {}
     page = _CodePage(path)
-    lines = _numbered_lines(path)
-    # The last non-blank line is told apart (a failure there means the writer died mid-line);
-    # blank lines are reported after the line before them is.
-    last = max((n for n, raw in lines if raw and not raw.isspace()), default=0)
-    for number, raw in lines:
+    pending: tuple[int, bytes] | None = None  # held back: a failure on the last line means the writer died
+    blanks: list[Problem] = []  # reported after the line before them
+    for number, raw in _numbered_lines(path):
         if not raw or raw.isspace():  # isspace: what strip() removes, without copying the line
-            yield Problem(file, number, "blank_line", "blank line skipped")
+            blanks.append(Problem(file, number, "blank_line", "blank line skipped"))
             continue
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            # Nearly every line: plain UTF-8 JSON. (orjson refuses lone surrogate escapes, the one
-            # thing the careful path below reports in JSON it parses.)
-            if not has_wide_float(value):
-                yield JsonLine(number, value)
-                continue
-        yield from _parsed_line(file, number, raw, codecs, page.codec, last=number == last)
+        if pending is not None:
+            yield from _line_items(file, *pending, codecs, page, last=False)
+        yield from blanks
+        blanks.clear()
+        pending = (number, raw)
+    if pending is not None:
+        yield from _line_items(file, *pending, codecs, page, last=True)
+    yield from blanks
     decoding = decoding_problem(file, codecs, page.choice)
     if decoding is not None:
         yield decoding
+
+
+def _line_items(file: str, number: int, raw: bytes, codecs: dict[str, list[int]], page: _CodePage,
+                last: bool) -> Iterator[JsonLine | Problem]:
+    """The line's JsonLine, or its Problem(s) by the careful path with the file's code page."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        # Nearly every line: plain UTF-8 JSON. (orjson refuses lone surrogate escapes, the one
+        # thing the careful path below reports in JSON it parses.)
+        if not has_wide_float(value):
+            yield JsonLine(number, value)
+            return
+    yield from _parsed_line(file, number, raw, codecs, page.codec, last)
 
 
 class _CodePage:

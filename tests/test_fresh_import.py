@@ -286,3 +286,52 @@ def test_a_full_disk_during_a_first_import_is_exit_74_and_leaves_nothing(tmp_pat
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert json.loads(result.stdout)["ok"] is False
     assert list(small_disk.iterdir()) == []  # no database, no temporary file, no journal
+
+
+def test_a_missing_file_with_what_sqlite_left_beside_it_is_imported_the_usual_way(tmp_path):
+    # A -wal of another database beside a deleted state.db: a file built aside and placed there would
+    # be read through that WAL. The usual path opens the name as SQLite does and the result is sound.
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("PRAGMA journal_mode=WAL")
+    other.execute("PRAGMA wal_autocheckpoint=0")
+    other.execute("CREATE TABLE t (a)")
+    other.executemany("INSERT INTO t VALUES (?)", [("z" * 500,)] * 200)
+    other.commit()
+    shutil.copy(tmp_path / "other.db-wal", tmp_path / "state.db-wal")
+    other.close()
+    write_corpus(tmp_path / "sessions", 3, 4)
+    assert not fresh.unclaimed(tmp_path / "state.db")
+    stats = import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
+    assert stats.sessions_created == 3 and not stats.failed
+    conn = sqlite3.connect(tmp_path / "state.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+def test_a_parked_parent_on_a_new_session_written_in_a_run_is_linked_by_the_final_pass(tmp_path):
+    # A child whose parent is not in its database keeps the link in its extra data; merged into a
+    # database that holds the parent, the final pass links it (and drops the key), as before runs.
+    (tmp_path / "child").mkdir()
+    (tmp_path / "parent").mkdir()
+    (tmp_path / "child" / "20260301_100000_bbbbbbbb.jsonl").write_text(
+        '{"role":"session_meta","parent_session_id":"20260301_090000_aaaaaaaa"}\n'
+        '{"role":"user","content":"child","timestamp":1772000100}\n')
+    (tmp_path / "parent" / "20260301_090000_aaaaaaaa.jsonl").write_text(
+        '{"role":"user","content":"parent","timestamp":1772000000}\n')
+    import_paths(tmp_path / "a.db", [tmp_path / "child"])
+    import_paths(tmp_path / "b.db", [tmp_path / "parent"])
+    from hermes_state_tools.ingest.merge_db import merge_database
+
+    stats = merge_database(tmp_path / "b.db", tmp_path / "a.db")
+    assert not stats.failed and [p.kind for p in stats.problems] == []
+    conn = sqlite3.connect(tmp_path / "b.db")
+    try:
+        assert dict(conn.execute("SELECT id, parent_session_id FROM sessions")) == {
+            "20260301_090000_aaaaaaaa": None, "20260301_100000_bbbbbbbb": "20260301_090000_aaaaaaaa"}
+        assert conn.execute("SELECT count(*) FROM hst_session_extra WHERE data LIKE '%parent_session_id%'"
+                            ).fetchone()[0] == 0
+    finally:
+        conn.close()

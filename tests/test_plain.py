@@ -22,7 +22,7 @@ from plain_corpus import BREAKERS, DrawPick, any_transcript, seeded_corpus, tran
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.importers.jsonl import read_plain
-from hermes_state_tools.ingest import run, units, writer
+from hermes_state_tools.ingest import import_paths, run, units, writer
 from hermes_state_tools.ingest.prepare import Batch, Prepared, prepare
 from hermes_state_tools.ingest.staging import insert_staged_sessions, stage_batch
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
@@ -458,3 +458,20 @@ def test_a_run_of_sessions_rows_in_memory_keeps_each_value_in_its_column(tmp_pat
         assert (row["model"], row["system_prompt"], row["source"], row["started_at"], row["message_count"]) == \
             (model, None, plan.row["source"], plan.row["started_at"], plan.message_count)
     _sound(tmp_path / "state.db")
+
+
+def test_a_file_the_fast_reader_trips_on_is_read_and_reported_by_the_careful_one(tmp_path: Path) -> None:
+    # A line nested deeper than Python's recursion limit: orjson parses it, checking it fails. The
+    # file must come back as the careful reader's report entry, never stop the import of the others
+    # (with this many files the reader process reads them).
+    folder = tmp_path / "sessions"
+    _plain_files(folder, 70)
+    deep = "[" * 1000 + "]" * 1000
+    (folder / "20260301_100000_deadbeef.jsonl").write_text(
+        '{"role": "user", "content": "x", "timestamp": 1772000000, "reasoning_details": ' + deep + "}\n")
+    db = tmp_path / "state.db"
+    stats = import_paths(db, [folder])
+    assert stats.sessions_created == 70
+    assert [(p.file.endswith("deadbeef.jsonl"), p.kind, p.failure) for p in stats.problems] == \
+        [(True, "reader_error", True)]
+    _sound(db)

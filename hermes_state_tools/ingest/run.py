@@ -23,7 +23,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_li
 from hermes_state_tools.ingest.worker import local_batches, remote_batches, start_reader, stop_reader
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
-from hermes_state_tools.store.fresh import build_new_store
+from hermes_state_tools.store.fresh import build_new_store, unclaimed
 from hermes_state_tools.store.opening import (
     open_read_connection,
     require_sound,
@@ -256,7 +256,7 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
     """Write everything. A file that does not exist yet is built aside and placed whole (store/fresh.py);
     when another process creates it meanwhile, the import runs again into that file, as if it had been
     there from the start (the private build is thrown away)."""
-    if not db_path.exists():
+    if unclaimed(db_path):
         stats, log = ImportStats(), ReadLog(list(job.found))
         try:
             # Planned against no database: the new file holds only what this run writes.

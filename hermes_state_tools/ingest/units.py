@@ -169,7 +169,10 @@ class UnitReader:
         if (self.stored is None or session_id in self.stored or session_id in self.index or len(paths) != 1
                 or file_shape(paths[0]) != "jsonl"):
             return None
-        plain = read_plain(paths[0], str(paths[0]), self.tz, self.source)
+        try:
+            plain = read_plain(paths[0], str(paths[0]), self.tz, self.source)
+        except Exception:  # an unreadable or odd file: the careful reader reports it, with its reason
+            return None
         if plain is not None:
             self.log.files_read += 1
         return plain

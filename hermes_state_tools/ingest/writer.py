@@ -238,14 +238,15 @@ class _BatchWriter:
         fresh = [item for item in items if item.session_id not in taken]
         if not fresh:
             return
+        if not _staged(fresh[0]):  # rows in memory take the next ids: staged rows before them go first
+            self.staged.copy()
         self.conn.execute("SAVEPOINT import_creates")
         try:
             staged = [item for item in fresh if item.staged_session is not None]
             insert_staged_sessions(self.conn, [item.staged_session for item in staged if item.staged_session],
                                    any(item.session_extra for item in staged))
             _insert_sessions(self.conn, [item for item in fresh if item.staged_session is None])
-            if not _staged(fresh[0]):  # rows in memory take the next ids: staged rows before them go first
-                self.staged.copy()
+            if not _staged(fresh[0]):
                 insert_rows(self.conn, "messages", [row for item in fresh for row in item.rows])  # type: ignore[union-attr]
         except (sqlite3.Error, OverflowError) as exc:
             if is_lock_error(exc):
@@ -257,7 +258,9 @@ class _BatchWriter:
             return
         self.conn.execute("RELEASE import_creates")
         for item in fresh:
-            self.written.append(Written.planned(item))
+            # A parent link kept aside in the extra data (its parent was missing) waits for the final
+            # pass, as _write_session reports it.
+            self.written.append(Written.planned(item, parked="parent_session_id" in item.session_extra))
             self._stored(item)
 
     def finish(self) -> BatchResult:
