@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -18,7 +17,7 @@ from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, Leg
 from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
 from hermes_state_tools.importers.messages import Where, call_names, is_plain, normalise_message, plain_message
-from hermes_state_tools.importers.text import WHOLE_FILE_BYTES, JsonLine, iter_json_lines
+from hermes_state_tools.importers.text import JsonLine, iter_json_lines, read_small, split_lines
 from hermes_state_tools.importers.timestamps import parse_timestamp
 
 JSONL_FALLBACK_SOURCE = "unknown"  # only the gateway wrote these files, but they do not say which platform
@@ -135,12 +134,10 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     session_id = path.stem
     if not usable_id(session_id):
         return None
-    status, data = _small_file(path)
+    status, data = read_small(path)
     if data is None:
         return None
-    raw_lines = data.split(b"\n")
-    if not raw_lines[-1]:  # the newline that ends the last line starts no line
-        raw_lines.pop()
+    raw_lines = split_lines(data)
     meta: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     lines: list[dict[str, Any]] = []
@@ -176,22 +173,6 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     if problems or not isinstance(session, LegacySession):
         return None
     return PlainTranscript(session, lines, times, status.st_mtime)
-
-
-def _small_file(path: Path) -> tuple[os.stat_result, bytes | None]:
-    """The file's status and bytes; None for an empty file or one above WHOLE_FILE_BYTES. (A bare
-    descriptor: a buffered file object costs more to make than reading a small file does.)"""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        status = os.fstat(fd)
-        if not 0 < status.st_size <= WHOLE_FILE_BYTES:
-            return status, None
-        chunks = []
-        while chunk := os.read(fd, max(status.st_size, 1 << 16)):  # one read, unless the file grows
-            chunks.append(chunk)
-        return status, b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:

@@ -136,29 +136,42 @@ class _CodePage:
 WHOLE_FILE_BYTES = 4 * 2**20
 
 
-def _numbered_lines(path: Path) -> list[tuple[int, bytes]] | _StreamedLines:
-    """(1-based number, line) for each line, split on b"\\n", without a CRLF "\\r" or a BOM."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size > WHOLE_FILE_BYTES:
-            return _StreamedLines(path)
-        data = handle.read()
+def read_small(path: Path) -> tuple[os.stat_result, bytes | None]:
+    """The file's status and its bytes, or None when it is empty or above WHOLE_FILE_BYTES. (A bare
+    descriptor: a buffered file object costs more to make than reading a small file does.)"""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        status = os.fstat(fd)
+        if not 0 < status.st_size <= WHOLE_FILE_BYTES:
+            return status, None
+        chunks = []
+        while chunk := os.read(fd, max(status.st_size, 1 << 16)):  # one read, unless the file grows
+            chunks.append(chunk)
+        return status, b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """A file's bytes as lines split on b"\\n" (the newline that ends the last line starts no line)."""
     lines = data.split(b"\n")
-    if not lines[-1]:  # the newline that ends the last line starts no line
+    if not lines[-1]:
         lines.pop()
+    return lines
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, line) for each line, split on b"\\n", without a CRLF "\\r" or a BOM."""
+    status, data = read_small(path)
+    if data is None:
+        if status.st_size:  # too big to hold twice: line by line
+            with path.open("rb") as handle:
+                yield from _split_lines(handle)
+        return
+    lines = split_lines(data)
     if b"\r" in data or BOM in data:
         lines = [line.removesuffix(b"\r").removeprefix(BOM) for line in lines]
-    return list(enumerate(lines, 1))
-
-
-class _StreamedLines:
-    """The lines of a large file, read again from the disk each time they are iterated."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        with self.path.open("rb") as handle:
-            yield from _split_lines(handle)
+    yield from enumerate(lines, 1)
 
 
 def _split_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

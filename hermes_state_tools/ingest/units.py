@@ -136,9 +136,8 @@ class UnitReader:
             paths = self.groups[sid]
             ahead.read(len(paths))
             plain = self._plain(sid, paths)
-            if plain is not None:  # what self.unit gives for its one copy (no index entry, no last_updated read)
-                end = parse_timestamp(plain.session.extra.get("last_updated"), self.tz)
-                yield Unit(sid, [plain.session], (str(paths[0]),), plain.mtime, end, None, plain)
+            if plain is not None:
+                yield self.unit(sid, [plain.session], paths, plain)
                 continue
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
@@ -183,8 +182,11 @@ class UnitReader:
         if isinstance(parent, str):
             self.parents.setdefault(record.session_id, parent)
 
-    def unit(self, session_id: str, copies: list[LegacySession], paths: list[Path]) -> Unit:
+    def unit(self, session_id: str, copies: list[LegacySession], paths: list[Path],
+             plain: PlainTranscript | None = None) -> Unit:
         ends = [parse_timestamp(c.extra.get("last_updated"), self.tz) for c in copies]
         known = [end for end in ends if end is not None]
-        return Unit(session_id, copies, tuple(str(p) for p in paths), max(_mtime(p) for p in paths),
-                    max(known) if known else None, self.index.pop(session_id, None))
+        # A plain transcript knows its file's time from reading it: no stat again.
+        fallback = plain.mtime if plain is not None else max(_mtime(p) for p in paths)
+        return Unit(session_id, copies, tuple(str(p) for p in paths), fallback,
+                    max(known) if known else None, self.index.pop(session_id, None), plain)
