@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -16,7 +17,7 @@ from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
-from hermes_state_tools.importers.messages import Where, call_names, is_plain, normalise_message, plain_message
+from hermes_state_tools.importers.messages import Where, call_names, normalise_message, plain_message, plain_time
 from hermes_state_tools.importers.text import JsonLine, iter_json_lines, read_small, split_lines
 from hermes_state_tools.importers.timestamps import parse_timestamp
 
@@ -142,23 +143,28 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     extra: dict[str, Any] = {}
     lines: list[dict[str, Any]] = []
     times: list[float] = []
+    latest = -math.inf
+    loads = orjson.loads
     for number, raw in enumerate(raw_lines, 1):
         try:
             # orjson refuses what the careful reader reports or repairs: a blank line, a byte that is
             # not UTF-8, a BOM, a lone surrogate escape (a trailing CR it skips, as the reader does).
-            value = orjson.loads(raw)
+            value = loads(raw)
         except orjson.JSONDecodeError:
             return None
-        if type(value) is not dict or has_wide_float(value):
+        if type(value) is not dict:
             return None
-        if number == 1 and (is_export_record(value) or is_hermes_export(value)):
-            return None  # read_jsonl reads it as an export file, whatever its role says
-        if value.get("role") == "session_meta":
-            _take_meta(value, number, meta, extra)
-            continue
-        seconds = _plain_time(value, tz)
-        if seconds is None or (times and seconds <= times[-1]):
+        role = value.get("role")
+        if role == "session_meta" or number == 1:
+            if has_wide_float(value) or (number == 1 and (is_export_record(value) or is_hermes_export(value))):
+                return None  # an export file: read_jsonl reads it as one, whatever its role says
+            if role == "session_meta":
+                _take_meta(value, number, meta, extra)
+                continue
+        seconds = plain_time(value, tz)  # also refuses a widened float, as has_wide_float does above
+        if seconds is None or seconds <= latest:
             return None
+        latest = seconds
         lines.append(value)
         times.append(seconds)
     if not lines:
@@ -173,8 +179,3 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     if problems or not isinstance(session, LegacySession):
         return None
     return PlainTranscript(session, lines, times, status.st_mtime)
-
-
-def _plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
-    """The time of a record plain_message takes as it is; None for any other."""
-    return parse_timestamp(record.get("timestamp"), tz) if is_plain(record) else None

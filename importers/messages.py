@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import tzinfo
 from typing import Any, NamedTuple
 
+from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import LegacyMessage, Problem
 from hermes_state_tools.importers.timestamps import parse_timestamp
 
@@ -77,6 +78,32 @@ def is_plain(record: dict[str, Any]) -> bool:
         if kind is None or (value is not None and not isinstance(value, kind)):
             return False
     return bool(record.get("role"))
+
+
+# PLAIN_TYPES as sets of exact types, for values a JSON parser made (it makes no subclasses).
+_JSON_TYPES: frozenset[type] = frozenset((str, int, float, bool, list, dict, type(None)))
+
+
+def _exact(kind: Any) -> frozenset[type]:
+    if kind is object:
+        return _JSON_TYPES
+    kinds: tuple[type, ...] = kind if isinstance(kind, tuple) else (kind,)
+    return frozenset((*kinds, type(None)))
+
+
+_PLAIN_KINDS = {key: _exact(kind) for key, kind in PLAIN_TYPES.items()}
+_NO_FLOAT: frozenset[type] = frozenset((str, int, bool, type(None)))  # values that cannot hold a float
+
+
+def plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
+    """The time of a parsed JSON record that is_plain takes and that holds no float of 2**63 or more
+    (maybe an integer orjson widened: has_wide_float); None for any other. One pass over its values."""
+    for key, value in record.items():
+        kinds = _PLAIN_KINDS.get(key)
+        kind = type(value)
+        if kinds is None or kind not in kinds or (kind not in _NO_FLOAT and has_wide_float(value)):
+            return None
+    return parse_timestamp(record.get("timestamp"), tz) if record.get("role") else None
 
 
 def plain_message(record: dict[str, Any], line: int | None, tz: tzinfo | None) -> LegacyMessage | None:

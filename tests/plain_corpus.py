@@ -185,8 +185,20 @@ def transcript_bytes(pick: Pick, breaker: str | None = None) -> bytes:
         target["name"] = pick.choice(TOOLS)
     elif breaker == "token_count":
         target["token_count"] = pick.randint(0, 500)
-    elif breaker == "wide_float":
-        target["reasoning_details"] = {"big": 1e300}
+    elif breaker == "wide_float":  # wherever a float can hide: the fast reader looks in each place
+        big = pick.choice([1e300, -1e19, 2.0**63, 1.5e20])
+        where = pick.choice(["reasoning_details", "codex_reasoning_items", "tool_calls", "content", "timestamp",
+                             "meta"])
+        if where == "tool_calls":
+            target["tool_calls"] = [{"id": "call_w", "type": "function", "function": {"name": "x", "n": [big]}}]
+        elif where == "content":
+            target["content"] = [{"type": "text", "text": "t", "score": big}]
+        elif where == "timestamp":
+            target["timestamp"] = big
+        elif where == "meta":
+            records.insert(0, {"role": "session_meta", "platform": "cli", "budget": big})
+        else:
+            target[where] = {"big": big}
     elif breaker == "bad_timestamp":
         target["timestamp"] = "yesterday"
     elif breaker == "no_timestamp":

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hermes_state_tools import SessionDB
 from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
 from hermes_state_tools.ingest.prepare import Prepared
+from hermes_state_tools.ingest.rows import ROWS_PER_INSERT
 from hermes_state_tools.ingest.units import Unit
 from hermes_state_tools.ingest.writer import write_batch
 
@@ -57,3 +60,35 @@ def test_a_plan_remembers_the_fingerprint_the_writer_checks(tmp_path: Path) -> N
         for session_id in ("empty", "busy", "pruned", "absent"):
             conn = db._conn
             assert fingerprint_of(load_existing(conn, session_id)) == fingerprint(conn, session_id), session_id
+
+
+def _many(session_id: str, count: int, surrogate_at: int | None = None) -> Prepared:
+    """A session of `count` messages in rows of both widths (7 and 12 columns), in runs of odd lengths."""
+    rows = []
+    for n in range(count):
+        text = "cut \ud83d" if n == surrogate_at else f"message {n}"
+        row: tuple[object, ...] = (session_id, "user", text, None, None, None, float(n))
+        if (n // 37) % 2:  # runs of 37 short rows and 37 full ones, so no run fills whole inserts
+            row += (n, "stop", None, None, None)
+        rows.append(row)
+    return Prepared(session_id=session_id, create=True, row={"id": session_id, "source": "cli", "started_at": 0.0},
+                    session_extra={}, rows=tuple(rows), message_extras=(), tool_calls=0, duplicates=0,
+                    fingerprint=None, retimed=(), unit=Unit(session_id, [], (), 0.0))
+
+
+@pytest.mark.parametrize("count, surrogate_at", [(500, None), (500, 333), (81, 80), (ROWS_PER_INSERT, None)])
+def test_rows_are_written_in_order_whole_inserts_and_the_rest_alike(tmp_path: Path, count: int,
+                                                                    surrogate_at: int | None) -> None:
+    # Rows go in by INSERTs of ROWS_PER_INSERT rows and executemany for the rest of each run: the ids
+    # follow the rows' order, every column lands where it belongs, and a lone surrogate anywhere is
+    # stored as U+FFFD with every other row as it was.
+    item = _many("s1", count, surrogate_at)
+    with SessionDB(tmp_path / "state.db") as db:
+        result = db._writer.run(lambda conn: write_batch(conn, (item,)))
+        assert result.written[0].messages == count
+        stored = [tuple(r) for r in db._conn.execute(  # type: ignore[union-attr]
+            "SELECT content, timestamp, token_count, finish_reason FROM messages ORDER BY id")]
+        assert db.message_count() == count and db.search_messages("message")
+    expected = [("cut \ufffd" if n == surrogate_at else f"message {n}", float(n),
+                 n if (n // 37) % 2 else None, "stop" if (n // 37) % 2 else None) for n in range(count)]
+    assert stored == expected

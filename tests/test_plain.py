@@ -152,6 +152,34 @@ def test_edge_files(records: list[dict[str, Any]], taken: bool) -> None:
     assert check_file(_lines(*records), ZoneInfo("America/New_York"), None) is taken
 
 
+# An integer past 64 bits, which orjson reads as a float without a word (the careful reader keeps
+# every digit), in each place a plain line can hold a number.
+_WIDE = 2**64 + 1
+
+
+@pytest.mark.parametrize("where", ["reasoning_details", "codex_reasoning_items", "tool_calls", "content", "timestamp",
+                                   "meta", "first_line"])
+def test_an_integer_orjson_would_widen_sends_the_file_to_the_careful_reader(where: str) -> None:
+    line: dict[str, Any] = {"role": "assistant", "content": "a", "timestamp": "2026-03-01T10:00:01+00:00"}
+    meta: dict[str, Any] = {"role": "session_meta", "platform": "cli"}
+    if where == "tool_calls":
+        line["tool_calls"] = [{"id": "c1", "type": "function", "function": {"name": "x", "limits": [1, _WIDE]}}]
+    elif where == "content":
+        line["content"] = [{"type": "text", "text": "t", "n": _WIDE}]
+    elif where == "timestamp":
+        line["timestamp"] = _WIDE
+    elif where == "meta":
+        meta["budget"] = _WIDE
+    elif where != "first_line":
+        line[where] = {"n": [_WIDE]}
+    first = {"role": "user", "content": "q", "timestamp": "2026-03-01T10:00:00+00:00"}
+    if where == "first_line":
+        first["reasoning_details"] = _WIDE
+    data = _lines(first, meta, line)
+    assert not check_file(data, None, None)
+    assert check_file(data.replace(str(_WIDE).encode(), b"1772359300"), None, None)  # taken without it
+
+
 def test_a_file_name_that_gives_no_id_is_left_to_the_careful_reader() -> None:
     data = _lines({"role": "user", "content": "a", "timestamp": 5.0})
     assert not check_file(data, None, None, name=".jsonl")

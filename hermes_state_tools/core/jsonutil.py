@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -43,6 +44,30 @@ def dumps(value: Any) -> str:
     """JSON text spelled exactly as Hermes spells its JSON columns (`json.dumps` defaults), so a
     value read back and stored again gives the same bytes whichever program wrote it."""
     return json.dumps(value)
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _parsed_dumps() -> Callable[[Any], str]:
+    """`dumps` for values a JSON parser made, without the per-call set-up `json.dumps` repeats (a
+    third of its time on a tool call): the same C encoder, made once. Such a value holds no cycle,
+    so it skips the cycle check, which also makes it safe to share between threads. Where the C
+    encoder is missing, or spells a sample differently, it is `dumps` itself."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return dumps
+    encoder = make(None, _refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+    def dumps_parsed(value: Any) -> str:
+        return "".join(encoder(value, 0))
+
+    sample = [{"id": "call_1", "n": [1, -2.5, 1e300, True, None], "s": "\u00e9\n\"", "d": {}}, [], ""]
+    return dumps_parsed if dumps_parsed(sample) == dumps(sample) else dumps
+
+
+dumps_parsed = _parsed_dumps()
 
 
 def dumps_if_any(value: Any) -> str | None:

@@ -90,7 +90,7 @@ def _tool_call_count(inserts: list[tuple[Any, float, int]]) -> int | None:
 def _json_column(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    return jsonutil.dumps(value)
+    return jsonutil.dumps_parsed(value)  # every value here was read by a JSON parser
 
 
 def message_row(session_id: str, role: str, content: Any, tool_call_id: str | None, tool_calls: Any,

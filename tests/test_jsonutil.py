@@ -1,0 +1,48 @@
+"""JSON as the store spells it: the encoder made once spells every parsed value as json.dumps does."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hermes_state_tools.core import jsonutil
+
+_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+            | st.text())
+JSON_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+                           max_leaves=40)
+
+
+def test_the_fast_encoder_is_in_use() -> None:
+    # Without it the property below compares json.dumps with itself.
+    assert jsonutil.dumps_parsed is not jsonutil.dumps
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON_VALUES)
+def test_a_parsed_value_is_spelled_as_json_dumps_spells_it(value: Any) -> None:
+    assert jsonutil.dumps_parsed(value) == json.dumps(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES.filter(lambda v: not isinstance(v, float)))
+def test_a_value_orjson_read_back_is_spelled_alike(value: Any) -> None:
+    try:
+        parsed = orjson.loads(json.dumps(value))
+    except orjson.JSONDecodeError:  # NaN, Infinity, lone surrogates, integers past 64 bits
+        return
+    assert jsonutil.dumps_parsed(parsed) == json.dumps(parsed)
+
+
+def test_the_encoder_can_be_used_again_after_a_value_it_refuses() -> None:
+    try:
+        jsonutil.dumps_parsed([1, {2, 3}])
+    except TypeError as exc:
+        assert "set" in str(exc)
+    else:
+        raise AssertionError("a set is no JSON value")
+    assert jsonutil.dumps_parsed([[1], [1]]) == "[[1], [1]]"  # no leftover of the failed call
