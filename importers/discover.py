@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hermes_state_tools.core.records import Problem
@@ -37,8 +37,10 @@ def _name_shape(name: str) -> str | None:
     return "jsonl" if name.endswith(".jsonl") else None
 
 
-def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
-    """Return the transcript files under `paths` (each once; index files first, then by path) and notices."""
+def discover(paths: Iterable[Path],
+             many: tuple[int, Callable[[], None]] | None = None) -> tuple[list[Path], list[Problem]]:
+    """Return the transcript files under `paths` (each once; index files first, then by path) and notices.
+    `many`: (count, call) calls `call` once, as soon as that many files are found."""
     files: dict[str, tuple[Path, str]] = {}
     problems: dict[tuple[str, str], Problem] = {}
     for path in paths:
@@ -48,6 +50,10 @@ def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
             else:
                 real, named, spelled = found
                 files.setdefault(real, (named, spelled))
+                if many is not None and len(files) >= many[0]:
+                    call = many[1]
+                    many = None
+                    call()
     ordered = sorted(files.values(), key=lambda found: (file_shape(found[0]) != "index", found[1]))
     return [named for named, _ in ordered], list(problems.values())
 

@@ -280,3 +280,28 @@ def test_a_failed_import_leaves_no_reader_behind_even_while_its_error_is_kept(tm
         import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
     assert kept.value is not None and len(calls) == 2
     assert list(scratch.iterdir()) == []  # the reader stopped and took its staging folder with it
+
+
+def _children() -> set[int]:
+    """This process's living child processes (Linux: from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_reader_started_while_searching_is_stopped_when_the_import_fails_before_reading(tmp_path):
+    # The reader starts as soon as PARALLEL_FROM_FILES files are found; an import that then cannot
+    # create its store (here: the folder for it is a file) must not leave that process behind.
+    _corpus(tmp_path / "sessions", run.PARALLEL_FROM_FILES + 5)
+    (tmp_path / "blocked").write_text("a file, not a folder")
+    before = _children()
+    with pytest.raises(OSError):
+        import_paths(tmp_path / "blocked" / "state.db", [tmp_path / "sessions"])
+    assert _children() == before

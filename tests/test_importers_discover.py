@@ -149,3 +149,15 @@ def test_the_february_installs_logs_beside_the_code_are_read(tmp_path):
     files, problems = discover([tmp_path / "home"])
     assert files == [logs / "session_20260206_101010_1a2b3c.json"]
     assert problems == []  # the code tree itself is not a transcript folder
+
+
+def test_the_many_call_comes_once_as_soon_as_that_many_files_are_found(tmp_path: Path) -> None:
+    # An import starts its reader process from this call, while the search goes on.
+    for n in range(5):
+        (tmp_path / f"s{n}.jsonl").write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "s0.jsonl")  # one file under two names counts once
+    seen: list[int] = []
+    files, _ = discover([tmp_path, tmp_path / "s1.jsonl"], (3, lambda: seen.append(len(seen))))
+    assert seen == [0] and len(files) == 5
+    discover([tmp_path], (6, lambda: seen.append(len(seen))))  # never reached: five files
+    assert seen == [0]

@@ -98,9 +98,13 @@ def message_row(session_id: str, role: str, content: Any, tool_call_id: str | No
     """One messages row in MESSAGE_COLUMNS order from a message's values; `tail` is its token_count,
     finish_reason, reasoning, reasoning_details and codex_reasoning_items. A row whose tail is all
     NULL stops after `timestamp` (rows.py)."""
-    row: Row = (session_id, role, jsonutil.encode_content(content), tool_call_id, _json_column(tool_calls),
-                tool_name, timestamp)
-    if tail != _NO_TAIL:
+    # (The checks for the usual text and NULL inline: this runs for every message imported.)
+    if content is not None and type(content) is not str:
+        content = jsonutil.encode_content(content)
+    if tool_calls is not None and type(tool_calls) is not str:
+        tool_calls = _json_column(tool_calls)
+    row: Row = (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp)
+    if tail is not _NO_TAIL and tail != _NO_TAIL:
         row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
     return row
 

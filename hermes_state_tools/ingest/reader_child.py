@@ -85,7 +85,8 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
     log = ReadLog()
     staging: Path | None = None
     try:
-        db_path, files, tz, source = pickle.load(inbox)
+        db_path, names, tz, source = pickle.load(inbox)
+        files = [Path(name) for name in names]
         acks.start()
         staging = _staging_folder()
         if not _deliver(out, ("staging", staging, [], 0)):

@@ -279,25 +279,31 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not, files found or not); the store is opened (and upgraded) only to write.
     proven = prepare_schema(db_path, stats)
-    files, found = discover(paths)
-    log.problems += found
-    if not files:  # nothing to write: the database is not created or opened for it
-        stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",
-                                                 "no legacy transcript files found here")]
-        return stats
-    if progress:
-        progress.start(len(files))
-    if dry_run:
-        note_upgrade(db_path, stats)
-        _dry_run(db_path, files, tz, source, stats, log)
-    else:
-        early = start_reader(tz) if len(files) >= PARALLEL_FROM_FILES else None
-        spare = [early] if early is not None else []
-        try:
+    # A real run with enough files reads them in a reader process, started as soon as that many are
+    # found: its start overlaps the rest of the search and opening the store.
+    spare: list[subprocess.Popen[bytes]] = []
+
+    def start_early() -> None:
+        if (child := start_reader(tz)) is not None:
+            spare.append(child)
+
+    try:
+        files, found = discover(paths, None if dry_run else (PARALLEL_FROM_FILES, start_early))
+        log.problems += found
+        if not files:  # nothing to write: the database is not created or opened for it
+            stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",
+                                                     "no legacy transcript files found here")]
+            return stats
+        if progress:
+            progress.start(len(files))
+        if dry_run:
+            note_upgrade(db_path, stats)
+            _dry_run(db_path, files, tz, source, stats, log)
+        else:
             stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare, proven))
-        finally:
-            for child in spare:  # not taken: the run failed before it read
-                stop_reader(child)
+    finally:
+        for child in spare:  # not taken: the run failed before it read (or found fewer files once counted)
+            stop_reader(child)
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
     return stats

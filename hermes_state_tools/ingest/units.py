@@ -39,9 +39,10 @@ class ReadLog:
     files_read: int = 0
 
 
-def named_id(path: Path) -> str | None:
-    """The session id a transcript's file name gives, when it gives one."""
-    shape = file_shape(path)
+def named_id(path: Path, shape: str | None = None) -> str | None:
+    """The session id a transcript's file name gives, when it gives one (`shape`: its file_shape,
+    when known)."""
+    shape = shape or file_shape(path)
     if shape == "jsonl":
         return path.stem
     if shape == "snapshot" and path.name.startswith("session_"):
@@ -100,12 +101,16 @@ class UnitReader:
         self.index: dict[str, LegacySession] = {}
         self.groups: dict[str, list[Path]] = {}
         self.singles: list[Path] = []
+        self.jsonl: set[Path] = set()  # the grouped files that are gateway transcripts
         for path in files:
-            if file_shape(path) == "index":
+            shape = file_shape(path)
+            if shape == "index":
                 for record in self.records(path):
                     self.index.setdefault(record.session_id, record)
-            elif (sid := named_id(path)) is not None:
+            elif (sid := named_id(path, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
+                if shape == "jsonl":
+                    self.jsonl.add(path)
             else:
                 self.singles.append(path)
 
@@ -166,7 +171,7 @@ class UnitReader:
     def _plain(self, session_id: str, paths: list[Path]) -> PlainTranscript | None:
         """The plain transcript that is all this run knows of a session the database lacks, if it is one."""
         if (self.stored is None or session_id in self.stored or session_id in self.index or len(paths) != 1
-                or file_shape(paths[0]) != "jsonl"):
+                or paths[0] not in self.jsonl):
             return None
         try:
             plain = read_plain(paths[0], str(paths[0]), self.tz, self.source)
