@@ -101,7 +101,7 @@ class UnitReader:
         self.index: dict[str, LegacySession] = {}
         self.groups: dict[str, list[Path]] = {}
         self.singles: list[Path] = []
-        self.jsonl: set[Path] = set()  # the grouped files that are gateway transcripts
+        self.jsonl: set[str] = set()  # the sessions with a gateway transcript among their files
         for path in files:
             shape = file_shape(path)
             if shape == "index":
@@ -110,7 +110,7 @@ class UnitReader:
             elif (sid := named_id(path, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
                 if shape == "jsonl":
-                    self.jsonl.add(path)
+                    self.jsonl.add(sid)
             else:
                 self.singles.append(path)
 
@@ -171,7 +171,7 @@ class UnitReader:
     def _plain(self, session_id: str, paths: list[Path]) -> PlainTranscript | None:
         """The plain transcript that is all this run knows of a session the database lacks, if it is one."""
         if (self.stored is None or session_id in self.stored or session_id in self.index or len(paths) != 1
-                or paths[0] not in self.jsonl):
+                or session_id not in self.jsonl):  # one file, and that a transcript
             return None
         try:
             plain = read_plain(paths[0], str(paths[0]), self.tz, self.source)
