@@ -15,6 +15,7 @@ import orjson
 from hermes_state_tools.core.export_format import is_export_record
 from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.core.surrogates import has_surrogate
 from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
 from hermes_state_tools.importers.messages import Where, call_names, normalise_message, plain_message, plain_time
@@ -133,7 +134,7 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     tests/test_plain.py proves both paths plan the same for every file this one takes.
     """
     session_id = path.stem
-    if not usable_id(session_id):
+    if not usable_id(session_id) or has_surrogate(session_id):  # the careful reader reports its new spelling
         return None
     status, data = read_small(path)
     if data is None:

@@ -16,6 +16,7 @@ import orjson
 
 from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import Problem
+from hermes_state_tools.core.surrogates import has_surrogate
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.importers.codepages import Choice, choose
 
@@ -206,15 +207,13 @@ def lone_surrogates(raw: bytes, value: Any) -> list[int]:
 
 def _holds_surrogate(value: Any) -> bool:
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return has_surrogate(value)
     if isinstance(value, dict):
         return any(_holds_surrogate(k) or _holds_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
         return any(_holds_surrogate(v) for v in value)
     return False
 
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def surrogate_problem(file: str, line: int | None, offsets: list[int]) -> Problem:

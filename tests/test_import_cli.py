@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import sqlite3
@@ -23,8 +24,10 @@ from import_helpers import (
     fts_in_sync,
     import_json,
     messages,
+    query,
     sessions,
     write_corpus,
+    write_jsonl,
 )
 from schema_fixtures import load_fixture
 
@@ -348,3 +351,31 @@ def test_a_dry_run_lists_each_session_once():
         stats.count(written)
     doc = stats.as_dict()
     assert (doc["would_create"], doc["would_update"]) == (["a"], ["b"])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file names are bytes")
+@pytest.mark.parametrize("files", [0, 70])  # in this process, and with a reader process
+def test_a_file_name_that_is_not_utf8_imports_once_and_is_reported_printably(tmp_path: Path, files: int) -> None:
+    # The id the name gives holds lone surrogates (Python's spelling of undecodable bytes); the
+    # store keeps U+FFFD in their place, so the next import must look the session up that way.
+    folder = tmp_path / "sessions"
+    write_corpus(folder, files, 3)
+    name = os.fsdecode(b"bad\xff\xfe_1.jsonl")
+    write_jsonl(folder / name, [{"role": "user", "content": "hello there", "timestamp": 1772359200.0}])
+    db = tmp_path / "state.db"
+    reports = []
+    for options in ([], [], ["--dry-run"]):
+        done = run_module("--db", db, "import-jsonl", folder, "--json", "--no-progress", *options)
+        assert done.returncode == 0, done.stderr
+        reports.append(json.loads(done.stdout))
+    first, again, dry = reports
+    assert first["sessions_created"] == files + 1 and first["messages_imported"] == files * 3 + 1
+    for later in (again, dry):
+        assert later["sessions_created"] == later["messages_imported"] == 0
+        assert later["messages_skipped_duplicate"] == files * 3 + 1
+    printed = f"{folder}/bad\\xff\\xfe_1.jsonl"  # the bytes spelled as Python's stderr spells them
+    for report in reports:
+        assert [(p["kind"], p["file"]) for p in report["problems"]] == [("lone_surrogate", printed)]
+    assert query(db, "SELECT id FROM sessions WHERE id LIKE 'bad%'") == [{"id": "bad\ufffd\ufffd_1"}]
+    human = run_module("--db", db, "import-jsonl", folder, "--no-progress")
+    assert human.returncode == 0 and "bad\\xff\\xfe_1.jsonl" in human.stdout, human.stderr

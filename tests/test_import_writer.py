@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,17 @@ def test_rows_are_written_in_order_whole_inserts_and_the_rest_alike(tmp_path: Pa
     expected = [("cut \ufffd" if n == surrogate_at else f"message {n}", float(n),
                  n if (n // 37) % 2 else None, "stop" if (n // 37) % 2 else None) for n in range(count)]
     assert stored == expected
+
+
+def test_a_value_sqlite_cannot_bind_is_reported_with_its_rows_parameter(tmp_path: Path) -> None:
+    # Rows go in 80 at a time; the report still names the parameter within the row (a dict as content
+    # is the third value), not its place among the 560 of the statement.
+    item = _many("s1", 200)
+    rows = list(item.rows)  # type: ignore[arg-type]
+    rows[150] = (*rows[150][:2], {"not": "text"}, *rows[150][3:])
+    item = dataclasses.replace(item, rows=tuple(rows))
+    with SessionDB(tmp_path / "state.db") as db:
+        result = db._writer.run(lambda conn: write_batch(conn, (item,)))
+        assert db.message_count() == 0
+    (problem,) = result.written[0].problems
+    assert problem.kind == "not_stored" and "parameter 3" in problem.detail, problem.detail

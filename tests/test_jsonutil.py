@@ -1,8 +1,10 @@
-"""JSON as the store spells it: the encoder made once spells every parsed value as json.dumps does."""
+"""JSON as the store spells it (the encoder made once spells every parsed value as json.dumps does), and
+as reports print it."""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import orjson
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.surrogates import printable
 
 _SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
             | st.text())
@@ -46,3 +49,13 @@ def test_the_encoder_can_be_used_again_after_a_value_it_refuses() -> None:
     else:
         raise AssertionError("a set is no JSON value")
     assert jsonutil.dumps_parsed([[1], [1]]) == "[[1], [1]]"  # no leftover of the failed call
+
+
+def test_a_report_spells_undecodable_bytes_and_lone_surrogates_printably() -> None:
+    name = os.fsdecode(b"caf\xe9.jsonl")  # Latin-1 bytes in a UTF-8 file system: a lone surrogate
+    document = {"file": name, "nested": [{"cut": "emoji \ud83d"}], name: 1, "fine": "caf\u00e9"}
+    shown = printable(document)
+    assert shown == {"file": "caf\\xe9.jsonl", "nested": [{"cut": "emoji \\ud83d"}], "caf\\xe9.jsonl": 1,
+                     "fine": "caf\u00e9"}
+    assert orjson.loads(orjson.dumps(shown)) == shown
+    assert printable("plain") == "plain" and printable(3) == 3

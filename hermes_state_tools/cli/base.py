@@ -31,6 +31,7 @@ from hermes_state_tools.core.connection import (
 )
 from hermes_state_tools.core.progress import Steps
 from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.core.surrogates import printable
 from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
 from hermes_state_tools.errors import (
     ConfirmationRequired,
@@ -311,9 +312,13 @@ def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> No
     if settings().schema_newer:
         document = {**document, "schema_newer": True}
     if settings().as_json:
-        click.echo(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode())
+        try:
+            text = orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:  # a file name's undecodable bytes (lone surrogates): spelled \xNN
+            text = orjson.dumps(printable(document), option=orjson.OPT_NON_STR_KEYS).decode()
+        click.echo(text)
     else:
-        click.echo(human(document))
+        click.echo(printable(human(document)))
 
 
 def show_progress() -> bool:

@@ -58,13 +58,16 @@ def _parsed_dumps() -> Callable[[Any], str]:
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return dumps
-    encoder = make(None, _refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    try:
+        encoder = make(None, _refuse, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
 
-    def dumps_parsed(value: Any) -> str:
-        return "".join(encoder(value, 0))
+        def dumps_parsed(value: Any) -> str:
+            return "".join(encoder(value, 0))
 
-    sample = [{"id": "call_1", "n": [1, -2.5, 1e300, True, None], "s": "\u00e9\n\"", "d": {}}, [], ""]
-    return dumps_parsed if dumps_parsed(sample) == dumps(sample) else dumps
+        sample = [{"id": "call_1", "n": [1, -2.5, 1e300, True, None], "s": "\u00e9\n\"", "d": {}}, [], ""]
+        return dumps_parsed if dumps_parsed(sample) == dumps(sample) else dumps
+    except (TypeError, ValueError):  # another Python's encoder takes other arguments
+        return dumps
 
 
 dumps_parsed = _parsed_dumps()

@@ -26,12 +26,12 @@ from typing import Any
 import orjson
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.surrogates import SURROGATE
 
 Key = tuple[Any, ...]
 
 
 _IMAGE_PART_TYPES = {"image", "image_url", "input_image"}
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _BEFORE_THINK = re.compile(r"\n+(<think>)")
 _AFTER_THINK = re.compile(r"(</think>)\n+")
 _DIGEST_FROM = 64  # characters: shorter texts are their own key
@@ -56,10 +56,10 @@ def cleaned_text(text: str) -> str:
 def _text_key(text: str) -> str | bytes:
     text = text.strip()
     if len(text) < _DIGEST_FROM:
-        return _SURROGATE.sub("\ufffd", text)
+        return SURROGATE.sub("\ufffd", text)
     encoded = text.encode("utf-8", "surrogatepass")
     if b"\xed" in encoded:  # only a surrogate (or U+D000-U+DFFF Hangul) encodes with a 0xED lead byte here
-        encoded = _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        encoded = SURROGATE.sub("\ufffd", text).encode("utf-8")
     return hashlib.blake2b(encoded, digest_size=16).digest()
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SESSION_FIELDS
+from hermes_state_tools.core.surrogates import without_surrogates
 
 if TYPE_CHECKING:
     from hermes_state_tools.ingest.prepare import Prepared
@@ -60,19 +60,16 @@ def _insert_in_order(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) 
         if whole:
             statement = _insert_statement(table, size, ROWS_PER_INSERT)
             for start in range(0, whole, ROWS_PER_INSERT):
-                conn.execute(statement, list(itertools.chain.from_iterable(run[start:start + ROWS_PER_INSERT])))
+                chunk = run[start:start + ROWS_PER_INSERT]
+                try:
+                    conn.execute(statement, list(itertools.chain.from_iterable(chunk)))
+                except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+                    # A value SQLite cannot bind (the chunk stored nothing): row by row, so the error
+                    # the session is reported with names the parameter of its row, not of the chunk.
+                    conn.executemany(_insert_statement(table, size), chunk)
+                    raise
         if whole < len(run):
             conn.executemany(_insert_statement(table, size), run[whole:])
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def without_surrogates(value: Any) -> Any:
-    """A lone UTF-16 surrogate cannot be stored as UTF-8: it becomes U+FFFD."""
-    if isinstance(value, str) and not value.isascii():
-        return _SURROGATE.sub("\ufffd", value)
-    return value
 
 
 def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> tuple[Problem, ...]:

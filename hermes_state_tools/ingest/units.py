@@ -10,6 +10,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from hermes_state_tools.core.records import LegacySession, Problem
+from hermes_state_tools.core.surrogates import has_surrogate, without_surrogates
 from hermes_state_tools.importers import parse_timestamp, read_file
 from hermes_state_tools.importers.discover import file_shape
 from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
@@ -41,13 +42,20 @@ class ReadLog:
 
 def named_id(path: Path, shape: str | None = None) -> str | None:
     """The session id a transcript's file name gives, when it gives one (`shape`: its file_shape,
-    when known)."""
+    when known); the store's spelling of it (see stored_id)."""
     shape = shape or file_shape(path)
     if shape == "jsonl":
-        return path.stem
+        return stored_id(path.stem)
     if shape == "snapshot" and path.name.startswith("session_"):
-        return path.stem[len("session_"):]
+        return stored_id(path.stem[len("session_"):])
     return None
+
+
+def stored_id(session_id: str) -> str:
+    """A session id as the store keeps it: a file name's undecodable bytes (Python spells them as
+    lone surrogates) and a JSON escape of half an emoji cannot be UTF-8 text; they become U+FFFD,
+    as they do in the stored row, so the next import finds the session under the same id."""
+    return without_surrogates(session_id) if has_surrogate(session_id) else session_id
 
 
 def _mtime(path: Path) -> float:
@@ -121,6 +129,11 @@ class UnitReader:
             if isinstance(record, Problem):
                 self.log.problems.append(record)
                 continue
+            if has_surrogate(record.session_id):
+                record = replace(record, session_id=stored_id(record.session_id))
+                self.log.problems.append(Problem(record.file, None, "lone_surrogate", (
+                    f"the session id (from the file name or the file) held bytes or an escape that are not "
+                    f"UTF-8 text; stored as {record.session_id!r}, with U+FFFD in their place")))
             record, moved = _as_child(record, self.parents) if self.parents else (record, None)
             if session_id is None or record.session_id == session_id:
                 if moved is not None:

@@ -17,9 +17,10 @@ from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import TRIGGERS
+from hermes_state_tools.core.surrogates import without_surrogates
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.ingest.existing import fingerprint
-from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values, without_surrogates
+from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
 from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
 from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
 
