@@ -55,7 +55,8 @@ def stored_id(session_id: str) -> str:
     """A session id as the store keeps it: a file name's undecodable bytes (Python spells them as
     lone surrogates) and a JSON escape of half an emoji cannot be UTF-8 text; they become U+FFFD,
     as they do in the stored row, so the next import finds the session under the same id."""
-    return without_surrogates(session_id) if has_surrogate(session_id) else session_id
+    cleaned: str = without_surrogates(session_id)
+    return cleaned
 
 
 def _mtime(path: Path) -> float:
