@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +131,38 @@ def test_a_command_loads_only_its_own_module() -> None:
             "'hermes_state_tools.ingest.run' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["check", "False", "False"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file names are bytes")
+@pytest.mark.parametrize("args", [
+    ["status"],                      # no such file: the error names it
+    ["import-jsonl", "{home}"],      # a report naming files under the folder
+    ["check"],
+    ["merge", "{db}"],               # refused: the same file
+    ["backup", "{folder}/copy.db"],
+    ["search", "hello"],
+])
+def test_a_path_that_is_not_utf8_is_printed_not_crashed_on(tmp_path: Path, args: list[str]) -> None:
+    # Python spells a file name's undecodable bytes as lone surrogates, which UTF-8 (and so JSON and a
+    # strict stdout) cannot carry: every line and document spells them \xNN instead.
+    folder = tmp_path / os.fsdecode(b"caf\xe9")
+    home = folder / "home" / "sessions"
+    home.mkdir(parents=True)
+    (home / "20260301_100000_aaaa0001.jsonl").write_text(
+        '{"role": "user", "content": "hello", "timestamp": "2026-03-01T10:00:00"}\n')
+    db = folder / "state.db"
+    if args[0] != "status":
+        subprocess.run([sys.executable, "-m", "hermes_state_tools", "--db", db, "import-jsonl", folder / "home"],
+                       check=True, capture_output=True)
+    argv = [a.format(home=folder / "home", db=db, folder=folder) for a in args]
+    for options in (["--json"], []):
+        done = subprocess.run([sys.executable, "-m", "hermes_state_tools", "--db", db, *argv, *options],
+                              capture_output=True)
+        assert done.returncode in (0, 1, 2), done.stderr
+        assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+        out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")  # both valid UTF-8
+        if options:
+            json.loads(out)
+        assert "\\udc" not in out + err
+        if done.returncode == 2:
+            assert "caf\\xe9" in err

@@ -114,9 +114,8 @@ class Settings:
     def newer_schema_read(self, path: Path, version: int) -> None:
         """A read command reads a file of a newer schema: one warning line, and the JSON says so."""
         if not self.schema_newer:
-            click.echo(f"hermes-state: warning: {path}: schema version {version} is newer than this tool "
-                       f"knows ({SCHEMA_VERSION}); reading the columns of version {SCHEMA_VERSION} only, "
-                       "nothing is written", err=True)
+            say(f"warning: {path}: schema version {version} is newer than this tool knows ({SCHEMA_VERSION}); "
+                f"reading the columns of version {SCHEMA_VERSION} only, nothing is written")
         self.schema_newer = True
 
 
@@ -136,9 +135,18 @@ def emit_failure(message: str, json_document: bool = True) -> None:
     """The error line on stderr; with --json also `{"ok": false, "error": ...}` on stdout."""
     ctx = click.get_current_context(silent=True)
     state = ctx.find_object(Settings) if ctx else None
-    click.echo(f"hermes-state: {message}", err=True)
+    say(message)
     if json_document and state is not None and state.as_json:
-        click.echo(orjson.dumps({"ok": False, "error": message}).decode())
+        _failure_document(message)
+
+
+def say(message: str) -> None:
+    """One line on stderr; a name's undecodable bytes are spelled \\xNN there, as in reports."""
+    click.echo(f"hermes-state: {printable(message)}", err=True)
+
+
+def _failure_document(message: str) -> None:
+    click.echo(orjson.dumps({"ok": False, "error": printable(message)}).decode())
 
 
 _OPTION_HINTS = {
@@ -229,18 +237,18 @@ class ToolGroup(click.Group):
             quiet_broken_pipe()
         except click.UsageError as exc:
             message = usage_line(exc)
-            click.echo(f"hermes-state: {message}", err=True)
+            say(message)
             if "--json" in argv and _missing_json(exc) is None:  # stdout of `export` is data
-                click.echo(orjson.dumps({"ok": False, "error": message}).decode())
+                _failure_document(message)
             sys.exit(EXIT_USAGE)
         except click.Abort as exc:
             # Ctrl-C, or "no" at a confirmation prompt. Every write is one transaction: what was
             # committed before the interrupt stays whole, and nothing half-written does.
             interrupted = isinstance(exc.__context__, KeyboardInterrupt)
             message = INTERRUPTED if interrupted else "aborted"
-            click.echo(f"hermes-state: {message}", err=True)
+            say(message)
             if "--json" in argv:
-                click.echo(orjson.dumps({"ok": False, "error": message}).decode())
+                _failure_document(message)
             sys.exit(EXIT_PROBLEMS)
         except click.ClickException as exc:
             exc.show()
@@ -343,8 +351,7 @@ def step_bar(desc: str) -> Iterator[Steps | None]:
 
 def announce_lock_wait(path: Path) -> None:
     """Said once on stderr when a write finds the database locked and starts retrying."""
-    click.echo(f"hermes-state: waiting for the database: another process is writing to {path} "
-               "(retrying for up to about 20 seconds)", err=True)
+    say(f"waiting for the database: another process is writing to {path} (retrying for up to about 20 seconds)")
 
 
 def when(epoch: float | None) -> str:
