@@ -10,7 +10,7 @@ import pytest
 from hermes_state_tools import SessionDB
 from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
 from hermes_state_tools.ingest.prepare import Prepared
-from hermes_state_tools.ingest.rows import ROWS_PER_INSERT
+from hermes_state_tools.ingest.rows import CHUNK_TEXT, ROWS_PER_INSERT
 from hermes_state_tools.ingest.units import Unit
 from hermes_state_tools.ingest.writer import write_batch
 
@@ -63,11 +63,12 @@ def test_a_plan_remembers_the_fingerprint_the_writer_checks(tmp_path: Path) -> N
             assert fingerprint_of(load_existing(conn, session_id)) == fingerprint(conn, session_id), session_id
 
 
-def _many(session_id: str, count: int, surrogate_at: int | None = None) -> Prepared:
-    """A session of `count` messages in rows of both widths (7 and 12 columns), in runs of odd lengths."""
+def _many(session_id: str, count: int, surrogate_at: int | None = None, pad: int = 0) -> Prepared:
+    """A session of `count` messages in rows of both widths (7 and 12 columns), in runs of odd lengths
+    (`pad`: characters added to each text)."""
     rows = []
     for n in range(count):
-        text = "cut \ud83d" if n == surrogate_at else f"message {n}"
+        text = "cut \ud83d" if n == surrogate_at else f"message {n}" + "x" * pad
         row: tuple[object, ...] = (session_id, "user", text, None, None, None, float(n))
         if (n // 37) % 2:  # runs of 37 short rows and 37 full ones, so no run fills whole inserts
             row += (n, "stop", None, None, None)
@@ -77,20 +78,23 @@ def _many(session_id: str, count: int, surrogate_at: int | None = None) -> Prepa
                     fingerprint=None, retimed=(), unit=Unit(session_id, [], (), 0.0))
 
 
-@pytest.mark.parametrize("count, surrogate_at", [(500, None), (500, 333), (81, 80), (ROWS_PER_INSERT, None)])
+@pytest.mark.parametrize("count, surrogate_at, pad", [
+    (500, None, 0), (500, 333, 0), (81, 80, 0), (ROWS_PER_INSERT, None, 0),
+    (200, 150, CHUNK_TEXT // 60),  # chunks of much text: row by row
+])
 def test_rows_are_written_in_order_whole_inserts_and_the_rest_alike(tmp_path: Path, count: int,
-                                                                    surrogate_at: int | None) -> None:
-    # Rows go in by INSERTs of ROWS_PER_INSERT rows and executemany for the rest of each run: the ids
-    # follow the rows' order, every column lands where it belongs, and a lone surrogate anywhere is
-    # stored as U+FFFD with every other row as it was.
-    item = _many("s1", count, surrogate_at)
+                                                                    surrogate_at: int | None, pad: int) -> None:
+    # Rows go in by INSERTs of ROWS_PER_INSERT rows (row by row when a chunk holds much text) and
+    # executemany for the rest of each run: the ids follow the rows' order, every column lands where
+    # it belongs, and a lone surrogate anywhere is stored as U+FFFD with every other row as it was.
+    item = _many("s1", count, surrogate_at, pad)
     with SessionDB(tmp_path / "state.db") as db:
         result = db._writer.run(lambda conn: write_batch(conn, (item,)))
         assert result.written[0].messages == count
         stored = [tuple(r) for r in db._conn.execute(  # type: ignore[union-attr]
             "SELECT content, timestamp, token_count, finish_reason FROM messages ORDER BY id")]
         assert db.message_count() == count and db.search_messages("message")
-    expected = [("cut \ufffd" if n == surrogate_at else f"message {n}", float(n),
+    expected = [("cut \ufffd" if n == surrogate_at else f"message {n}" + "x" * pad, float(n),
                  n if (n // 37) % 2 else None, "stop" if (n // 37) % 2 else None) for n in range(count)]
     assert stored == expected
 

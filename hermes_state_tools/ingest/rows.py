@@ -45,6 +45,9 @@ Row = tuple[Any, ...]
 # Rows per INSERT of many VALUES: under SQLite's oldest limit of 999 bound values for 12 columns.
 # One statement binding a run of rows costs about two thirds of executemany's row-by-row steps.
 ROWS_PER_INSERT = 80
+# SQLite copies every bound text until the statement ends: a chunk holding more than this much
+# content goes row by row, so a session of huge tool outputs is never held twice 80 rows at a time.
+CHUNK_TEXT = 2**20
 
 
 @functools.cache
@@ -57,19 +60,25 @@ def _insert_in_order(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) 
     for size, grouped in itertools.groupby(rows, key=len):
         run = list(grouped)
         whole = len(run) - len(run) % ROWS_PER_INSERT
-        if whole:
-            statement = _insert_statement(table, size, ROWS_PER_INSERT)
-            for start in range(0, whole, ROWS_PER_INSERT):
-                chunk = run[start:start + ROWS_PER_INSERT]
-                try:
-                    conn.execute(statement, list(itertools.chain.from_iterable(chunk)))
-                except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
-                    # A value SQLite cannot bind (the chunk stored nothing): row by row, so the error
-                    # the session is reported with names the parameter of its row, not of the chunk.
-                    conn.executemany(_insert_statement(table, size), chunk)
-                    raise
+        for start in range(0, whole, ROWS_PER_INSERT):
+            _insert_chunk(conn, table, size, run[start:start + ROWS_PER_INSERT])
         if whole < len(run):
             conn.executemany(_insert_statement(table, size), run[whole:])
+
+
+def _insert_chunk(conn: sqlite3.Connection, table: str, size: int, chunk: list[Row]) -> None:
+    """ROWS_PER_INSERT rows of one width in one statement; row by row when they hold much text."""
+    one_by_one = _insert_statement(table, size)
+    if sum(len(row[2]) for row in chunk if type(row[2]) is str) > CHUNK_TEXT:
+        conn.executemany(one_by_one, chunk)
+        return
+    try:
+        conn.execute(_insert_statement(table, size, ROWS_PER_INSERT), list(itertools.chain.from_iterable(chunk)))
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        # A value SQLite cannot bind (the chunk stored nothing): row by row, so the error the
+        # session is reported with names the parameter of its row, not of the chunk.
+        conn.executemany(one_by_one, chunk)
+        raise
 
 
 def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> tuple[Problem, ...]:
