@@ -63,6 +63,11 @@ class DestinationExistsError(BackupError):
     """The backup destination exists already; it is never overwritten."""
 
 
+class UnsafeDestinationError(BackupError):
+    """A file to write would destroy or be destroyed: the database itself, a name SQLite takes for
+    one of a database's own files (`-wal`, `-shm`, `-journal`), or another database."""
+
+
 class SessionIdError(HermesStateError):
     """An id or id prefix given by the user matches no session, or more than one."""
 

@@ -166,3 +166,45 @@ def test_a_path_that_is_not_utf8_is_printed_not_crashed_on(tmp_path: Path, args:
         assert "\\udc" not in out + err
         if done.returncode == 2:
             assert "caf\\xe9" in err
+
+
+def _digest(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("target", ["{db}", "{db}-wal", "{db}-shm", "{db}-journal", "{folder}/other.db",
+                                    "{folder}/link.jsonl"])
+def test_export_never_writes_over_a_database_or_a_name_sqlite_takes_for_its_files(store: Path, target: str) -> None:
+    other = store.parent / "other.db"
+    with SessionDB(other) as db:
+        db.create_session("o1", "cli")
+    (store.parent / "link.jsonl").symlink_to(store)  # the database under another name
+    before = {p: _digest(p) for p in (store, other)}
+    output = Path(target.format(db=store, folder=store.parent))
+    result = cli("--db", store, "export", "-o", output)
+    assert result.exit_code == 2 and ("refusing" in result.stderr or "choose another name" in result.stderr)
+    assert {p: _digest(p) for p in before} == before
+    assert not Path(f"{store}-journal").exists() and SessionDB(store).message_count() == 1
+
+
+def test_export_writes_into_a_pipe_and_to_stdout_for_a_dash(store: Path) -> None:
+    fifo = store.parent / "out.jsonl"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    result = cli("--db", store, "export", "-o", fifo)
+    received = reader.communicate(timeout=30)[0]
+    assert result.exit_code == 0 and b"disk usage is high" in received
+    assert fifo.is_fifo()  # written into, not replaced by a regular file
+    dash = cli("--db", store, "export", "-o", "-")
+    assert dash.exit_code == 0 and "disk usage is high" in dash.stdout and not (Path.cwd() / "-").exists()
+
+
+@pytest.mark.parametrize("command", ["backup", "recover"])
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_new_file_named_as_a_database_s_own_is_refused(store: Path, command: str, suffix: str) -> None:
+    # SQLite takes state.db-wal for state.db's write-ahead log: the next program that opened
+    # state.db would replay or delete a backup written there.
+    dest = Path(f"{store}{suffix}")
+    result = cli("--db", store, command, dest)
+    assert result.exit_code == 2 and "choose another name" in result.stderr, result.stderr
+    assert not dest.exists()

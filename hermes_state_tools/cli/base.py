@@ -46,6 +46,7 @@ from hermes_state_tools.errors import (
     SessionIdError,
     StorageIOError,
     UnknownSourceError,
+    UnsafeDestinationError,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
@@ -61,6 +62,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SessionIdError, EXIT_USAGE),
     (ConfirmationRequired, EXIT_USAGE),
     (DestinationExistsError, EXIT_USAGE),
+    (UnsafeDestinationError, EXIT_USAGE),
     (SameDatabaseError, EXIT_USAGE),
     (UnknownSourceError, EXIT_USAGE),
     (HermesStateError, EXIT_PROBLEMS),
@@ -96,7 +98,8 @@ def debug_enabled() -> bool:
 def error_line(exc: BaseException, db_path: Path | None) -> str:
     """One line naming the file and the cause."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if db_path is not None and str(db_path) not in text:
+    names_its_file = isinstance(exc, (DestinationExistsError, UnsafeDestinationError))  # not the database's
+    if db_path is not None and str(db_path) not in text and not names_its_file:
         text = f"{db_path}: {text}"
     return text
 

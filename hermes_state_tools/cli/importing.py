@@ -23,8 +23,11 @@ from hermes_state_tools.cli.base import (
     show_progress,
 )
 from hermes_state_tools.cli.progress import ExportBar, ImportBars
+from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.problems import group_problems
+from hermes_state_tools.errors import StorageIOError
 from hermes_state_tools.ingest import import_paths
+from hermes_state_tools.store.files import require_replaceable
 from hermes_state_tools.views.export import FORMATS, export_file
 
 if TYPE_CHECKING:
@@ -158,7 +161,7 @@ def merge(other: Path, dry_run: bool, as_json: bool) -> None:
 
 @main.command("export")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), callback=existing_folder,
-              help="Write here instead of stdout (its folder must exist).")
+              help="Write here instead of stdout (its folder must exist; - is stdout). Never over a database.")
 @click.option("--session", "session", metavar="ID", help="Only this session (exact id or unique prefix).")
 @click.option("--source", metavar="NAME", help="Only sessions of this source.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True,
@@ -179,14 +182,30 @@ def export(output: Path | None, session: str | None, source: str | None, fmt: st
     bar = ExportBar() if show_progress() else None
     hooks = {"on_start": bar.start, "on_session": bar.advance} if bar else {}
     try:
-        if output is None:
-            export_file(settings().db, sys.stdout.buffer, session, source, fmt, **hooks)
-            sys.stdout.buffer.flush()
-        else:
-            _write_atomically(output, lambda out: export_file(settings().db, out, session, source, fmt, **hooks))
+        _write_export(output, lambda out: export_file(settings().db, out, session, source, fmt, **hooks))
     finally:
         if bar:
             bar.close()
+
+
+def _write_export(output: Path | None, write: Any) -> None:
+    """To stdout, into a pipe or device named by -o (written as it is: it cannot be replaced), or
+    to a regular file replaced whole. Never over a database (the one exported included)."""
+    if output is None or str(output) == "-":
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    require_replaceable(output)
+    try:
+        if output.exists() and not output.is_file():
+            with output.open("wb") as out:
+                write(out)
+            return
+        _write_atomically(output, write)
+    except OSError as exc:  # the export's file, not the database, is what failed (a full disk)
+        if not is_io_error(exc):
+            raise
+        raise StorageIOError(f"{output}: {exc.strerror or exc}") from exc
 
 
 def _write_atomically(output: Path, write: Any) -> None:

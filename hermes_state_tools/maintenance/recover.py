@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.paths import create_private_file
-from hermes_state_tools.errors import DatabaseInUseError, DestinationExistsError
+from hermes_state_tools.errors import DatabaseInUseError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
     dated_name,
@@ -16,6 +16,7 @@ from hermes_state_tools.store.files import (
     place,
     remove_stale_temps,
     remove_with_sidecars,
+    require_new_destination,
     swap_in,
     temp_beside,
 )
@@ -52,8 +53,7 @@ def recover_file(source: Path, dest: Path) -> dict[str, Any]:
     `source` is only read (no -wal/-shm created); `dest` must not exist and appears only complete.
     """
     require_database_file(source)
-    if dest.exists():
-        raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it")
+    require_new_destination(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     report, tmp = _rebuild(source, dest, "recover", exact=False)
     try:

@@ -20,11 +20,17 @@ from hermes_state_tools.errors import (
     BackupError,
     DamagedDatabaseError,
     DatabaseLockedError,
-    DestinationExistsError,
     NotAHermesDatabaseError,
     StorageIOError,
 )
-from hermes_state_tools.store.files import dated_name, place, remove_stale_temps, remove_with_sidecars, temp_beside
+from hermes_state_tools.store.files import (
+    dated_name,
+    place,
+    remove_stale_temps,
+    remove_with_sidecars,
+    require_new_destination,
+    temp_beside,
+)
 from hermes_state_tools.store.opening import (
     copy_as_is,
     map_open_error,
@@ -121,8 +127,7 @@ def _copy(source: Path, tmp: Path) -> tuple[int, int]:
 
 def backup_database(source: Path, dest: Path) -> BackupResult:
     """Copy `source` to `dest` (0600) while other processes keep using it; verified before it appears."""
-    if dest.exists():
-        raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it")
+    require_new_destination(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(dest.parent)
     tmp = temp_beside(dest, "backup")

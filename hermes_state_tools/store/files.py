@@ -18,8 +18,8 @@ import shutil
 import struct
 from pathlib import Path
 
-from hermes_state_tools.core.paths import sidecar_paths
-from hermes_state_tools.errors import DestinationExistsError
+from hermes_state_tools.core.paths import SIDECAR_SUFFIXES, sidecar_paths
+from hermes_state_tools.errors import DestinationExistsError, UnsafeDestinationError
 
 TEMP_MARK = ".hermes-tmp-"
 _TEMP = re.compile(re.escape(TEMP_MARK) + r"[a-z]+-(\d+)(?:-journal|-wal|-shm)?$")
@@ -37,6 +37,37 @@ def dated_name(db: Path, label: str, folder: Path | None = None) -> Path:
         counter += 1
         candidate = folder / f"{db.name}.{label}-{stamp}-{counter}"
     return candidate
+
+
+# What SQLite keeps beside a database `x`: a file named so is taken for x's and deleted or replayed.
+_SQLITE_SIDE_FILES = (*SIDECAR_SUFFIXES, "-journal")
+
+
+def require_new_destination(dest: Path) -> None:
+    """A new file may be written at `dest`: it does not exist, and its name is not one SQLite takes
+    for a database's own (`x-wal` beside `x`: the next program that opens x would delete it)."""
+    if dest.exists() or dest.is_symlink():
+        raise DestinationExistsError(f"{dest}: destination exists; refusing to overwrite it")
+    _refuse_side_name(dest)
+
+
+def require_replaceable(dest: Path) -> None:
+    """A file that is no database (an export) may replace `dest`: it is no SQLite database (the one
+    exported included, under any name or link) and not named as one's own file."""
+    _refuse_side_name(dest)
+    if dest.is_file():
+        with dest.open("rb") as handle:
+            if handle.read(16) == b"SQLite format 3\x00":
+                raise UnsafeDestinationError(f"{dest}: is an SQLite database; refusing to write over it "
+                                             "(choose another name, or delete it first)")
+
+
+def _refuse_side_name(dest: Path) -> None:
+    for suffix in _SQLITE_SIDE_FILES:
+        base = dest.with_name(dest.name[:-len(suffix)]) if dest.name.endswith(suffix) else None
+        if base is not None and base.name and base.exists():
+            raise UnsafeDestinationError(f"{dest}: SQLite would take this for a file of the database {base} "
+                                         "(and delete or replay it); choose another name")
 
 
 def temp_beside(dest: Path, purpose: str) -> Path:
