@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import datetime, tzinfo
 from typing import Any
@@ -33,13 +32,19 @@ def parse_timestamp(value: Any, tz: tzinfo | None = None) -> float | None:
     return _iso_seconds(text, tz)
 
 
+# The times a calendar can show (years 1 to 9999, as Python's datetime): an epoch outside them
+# (1e20; a time in milliseconds, year 58,000) is no time, and the message is placed by order instead
+# of pushing every later one past it.
+_FIRST, _LAST = -62135596800.0, 253402300799.0
+
+
 def _finite(value: int | float | str) -> float | None:
-    """Return value as a finite float, or None when it overflows or is not finite."""
+    """Return value as a float within the calendar, or None when it is not one."""
     try:
         number = float(value)
     except (OverflowError, ValueError):
         return None
-    return number if math.isfinite(number) else None
+    return number if _FIRST <= number <= _LAST else None
 
 
 def _iso_seconds(text: str, tz: tzinfo | None) -> float | None:
@@ -63,7 +68,8 @@ def _epoch(moment: datetime, tz: tzinfo | None) -> float | None:
     if moment.tzinfo is None and tz is not None:
         moment = moment.replace(tzinfo=tz)
     try:
-        return moment.timestamp()
+        seconds = moment.timestamp()
     except (OverflowError, OSError, ValueError):
         # Years the platform's mktime cannot place (year 1 or 9999 naive).
         return None
+    return seconds if _FIRST <= seconds <= _LAST else None  # year 1 at +01:00 is year 0 in UTC

@@ -208,3 +208,16 @@ def test_a_new_file_named_as_a_database_s_own_is_refused(store: Path, command: s
     result = cli("--db", store, command, dest)
     assert result.exit_code == 2 and "choose another name" in result.stderr, result.stderr
     assert not dest.exists()
+
+
+def test_reports_show_a_stored_time_no_calendar_date_can_show(store: Path) -> None:
+    # Another program (or an older import) may have stored 1e20 or a time in milliseconds: every
+    # report still prints, showing the number itself.
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE sessions SET started_at = 1e20, ended_at = -1e20")
+        conn.execute("UPDATE messages SET timestamp = 1773168132000")
+    for args in (["status"], ["sessions", "list"], ["sessions", "show", "s1"], ["sessions", "lineage", "s1"],
+                 ["search", "disk"], ["export", "--format", "md"], ["sessions", "stats"]):
+        result = cli("--db", store, *args)
+        assert result.exit_code == 0, (args, result.stderr)
+    assert "1e+20 (no calendar date)" in cli("--db", store, "sessions", "show", "s1").stdout

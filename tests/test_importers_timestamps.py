@@ -78,3 +78,17 @@ def test_anything_else_is_none(value):
 def test_never_raises(value, tz):
     result = parse_timestamp(value, tz)
     assert result is None or isinstance(result, float)
+
+
+@pytest.mark.parametrize("value", [1e20, -1e20, 1e308, 1773168132000, "1773168132000", 253402300800,
+                                   "0001-01-01T00:00:00+01:00"])
+def test_a_time_no_calendar_date_can_show_is_no_time(value: object) -> None:
+    # A time in milliseconds (year 58,000) or 1e20 would otherwise push every later message of its
+    # session past it, and no report could show it.
+    assert parse_timestamp(value) is None
+
+
+@pytest.mark.parametrize("value, seconds", [(0, 0.0), (-1, -1.0), (253402300799, 253402300799.0),
+                                            ("0001-01-01T00:00:00+00:00", -62135596800.0)])
+def test_the_calendar_s_own_edges_are_times(value: object, seconds: float) -> None:
+    assert parse_timestamp(value) == seconds

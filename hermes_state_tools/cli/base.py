@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import os
 import sqlite3
@@ -32,6 +31,7 @@ from hermes_state_tools.core.connection import (
 from hermes_state_tools.core.progress import Steps
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.core.surrogates import printable
+from hermes_state_tools.core.times import local_time
 from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
 from hermes_state_tools.errors import (
     ConfirmationRequired,
@@ -358,8 +358,8 @@ def announce_lock_wait(path: Path) -> None:
 
 
 def when(epoch: float | None) -> str:
-    """A Unix time as local 'YYYY-MM-DD HH:MM:SS', '-' for none."""
-    return dt.datetime.fromtimestamp(epoch).isoformat(sep=" ", timespec="seconds") if epoch else "-"
+    """A Unix time as local 'YYYY-MM-DD HH:MM:SS', '-' for none (core/times.py)."""
+    return local_time(epoch) if epoch else "-"
 
 
 def existing_folder(_ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:

@@ -7,7 +7,6 @@ transcript a person reads.
 
 from __future__ import annotations
 
-import datetime as dt
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any, BinaryIO
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.export_format import export_line
+from hermes_state_tools.core.times import local_time
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import extras
 from hermes_state_tools.tables.session_export import session_ids
@@ -63,9 +63,7 @@ def jsonl_record(item: ExportedSession) -> bytes:
 
 
 def _when(epoch: Any) -> str:
-    if not isinstance(epoch, (int, float)):
-        return "-"
-    return dt.datetime.fromtimestamp(epoch).astimezone().isoformat(sep=" ", timespec="seconds")
+    return local_time(epoch, zone=True) if isinstance(epoch, (int, float)) else "-"
 
 
 def _markdown_message(message: dict[str, Any], extra: dict[str, Any]) -> list[str]:
