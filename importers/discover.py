@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shlex
@@ -46,7 +47,7 @@ def discover(paths: Iterable[Path],
     for path in paths:
         for found in _walk(Path(path)):
             if isinstance(found, Problem):
-                problems.setdefault((str(Path(found.file).resolve()), found.kind), found)
+                problems.setdefault((_real(found.file), found.kind), found)
             else:
                 real, named, spelled = found
                 files.setdefault(real, (named, spelled))
@@ -75,7 +76,18 @@ def _walk(path: Path) -> Iterator[Found | Problem]:
 
 def is_home(path: Path) -> bool:
     """A HERMES_HOME: it has sessions/ or logs/, or the February 2026 installer's hermes-agent/logs/."""
-    return any((path / sub).is_dir() for sub in HOME_FOLDERS)
+    try:
+        return any((path / sub).is_dir() for sub in HOME_FOLDERS)
+    except OSError:  # a folder this user may not look into: read as a folder, which says so
+        return False
+
+
+def _real(name: str) -> str:
+    """The real path of a name, or the name made absolute where it cannot be resolved (a link loop)."""
+    try:
+        return str(Path(name).resolve())
+    except (OSError, RuntimeError):
+        return os.path.abspath(name)
 
 
 # Where a HERMES_HOME keeps transcripts: in February 2026 the installer put the code in
@@ -133,7 +145,16 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
     seen.add(real)
     for entry in entries:
         path = folder / entry.name
-        if entry.is_dir():
+        try:
+            is_dir, is_file, is_link = entry.is_dir(), entry.is_file(), entry.is_symlink()
+        except OSError as exc:  # a link that loops (it holds nothing), an entry this user may not look at
+            if exc.errno == errno.ELOOP:
+                yield Problem(str(path), None, "skipped_file", "a symbolic link that loops; not read")
+            else:
+                yield Problem(str(path), None, "unreadable_file", f"cannot tell what it is ({exc.strerror}); "
+                              "not read", True)
+            continue
+        if is_dir:
             empty = True
             for item in _any_folder(path, seen, nested=True):
                 empty = False
@@ -141,13 +162,13 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
             if empty:
                 yield Problem(str(path), None, "skipped_file", "an empty folder (or one read already); not read")
         else:
-            yield from _file(path, entry.is_file(), None if entry.is_symlink() else os.path.join(real, entry.name))
+            yield from _file(path, is_file, None if is_link else os.path.join(real, entry.name))
 
 
 def _file(path: Path, is_file: bool, real: str | None = None) -> Iterator[Found | Problem]:
     """Yield the file when its name is a transcript shape, else a notice saying what was skipped."""
     if file_shape(path) is not None and is_file:
-        yield (real or str(path.resolve())), path, str(path)
+        yield (real or _real(str(path))), path, str(path)
         return
     what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
     yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")

@@ -161,3 +161,15 @@ def test_the_many_call_comes_once_as_soon_as_that_many_files_are_found(tmp_path:
     assert seen == [0] and len(files) == 5
     discover([tmp_path], (6, lambda: seen.append(len(seen))))  # never reached: five files
     assert seen == [0]
+
+
+def test_links_that_loop_are_skipped_and_the_rest_found(tmp_path: Path) -> None:
+    # Asking a looping link whether it is a folder raised, and stopped the whole import.
+    (tmp_path / "20260301_100000_aaaa0001.jsonl").write_text("{}\n")
+    (tmp_path / "self.jsonl").symlink_to("self.jsonl")
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    files, problems = discover([tmp_path])
+    assert [f.name for f in files] == ["20260301_100000_aaaa0001.jsonl"]
+    assert sorted((Path(p.file).name, p.kind, p.failure) for p in problems) == [
+        ("a.jsonl", "skipped_file", False), ("b.jsonl", "skipped_file", False), ("self.jsonl", "skipped_file", False)]

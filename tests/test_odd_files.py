@@ -224,3 +224,21 @@ def test_a_hot_rollback_journal_is_rolled_back_on_a_copy_by_read_commands(tmp_pa
     assert code_ == 0 and doc["messages"] == 1200  # as committed: the interrupted delete is undone
     assert cli_json("--db", path, "check")[0] == 0
     assert {n: sha256(tmp_path / n) for n in listing(tmp_path)} == before
+
+
+@pytest.mark.skipif(_can_run_as_nobody() is not None, reason=str(_can_run_as_nobody()))
+def test_a_folder_this_user_cannot_open_is_reported_and_the_rest_imported(public_dir: Path) -> None:
+    # Asking whether the folder is a HERMES_HOME (has it sessions/?) raised on it and stopped the
+    # whole import with exit 2.
+    sessions = public_dir / "sessions"
+    (sessions / "locked").mkdir(parents=True)
+    line = '{"role": "user", "content": "hello", "timestamp": "2026-03-01T10:00:00"}\n'
+    (sessions / "20260301_100000_aaaa0001.jsonl").write_text(line)
+    (sessions / "locked" / "20260301_100000_aaaa0002.jsonl").write_text(line)
+    for path in (public_dir, *public_dir.rglob("*")):
+        path.chmod(0o777 if path.is_dir() else 0o644)
+    (sessions / "locked").chmod(0)
+    done = run("--db", public_dir / "state.db", "import-jsonl", sessions, "--json", user=NOBODY)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["sessions_created"] == 1, done.stderr
+    assert [(p["kind"], p["file"]) for p in report["problems"]] == [("unreadable_path", str(sessions / "locked"))]
