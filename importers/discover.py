@@ -44,8 +44,16 @@ def discover(paths: Iterable[Path],
     `many`: (count, call) calls `call` once, as soon as that many files are found."""
     files: dict[str, tuple[Path, str]] = {}
     problems: dict[tuple[str, str], Problem] = {}
-    for path in paths:
-        for found in _walk(Path(path)):
+    wanted = [Path(path) for path in paths]
+    # One profile may be imported (into its own database); two or more named together would mix
+    # homes that each have their own database: each is skipped with the command to import it alone.
+    profiles = {_real(str(path)) for path in wanted if path.is_dir() and is_profile(path)}
+    for path in wanted:
+        if len(profiles) > 1 and _real(str(path)) in profiles:
+            problem = _profile_skipped(path)
+            problems.setdefault((_real(problem.file), problem.kind), problem)
+            continue
+        for found in _walk(path):
             if isinstance(found, Problem):
                 problems.setdefault((_real(found.file), found.kind), found)
             else:
@@ -96,7 +104,10 @@ HOME_FOLDERS = ("sessions", "logs", "hermes-agent/logs")
 
 
 def _any_folder(folder: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem]:
-    yield from (_home(folder, seen, nested) if is_home(folder) else _folder(folder, seen))
+    if nested and is_profile(folder):  # found inside a folder the user named (`<home>/profiles`)
+        yield _profile_skipped(folder)
+    else:
+        yield from (_home(folder, seen, nested) if is_home(folder) else _folder(folder, seen))
 
 
 def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem]:
@@ -120,10 +131,19 @@ def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem
         return
     for profile in names:
         # Each profile has its own state.db: mixing its sessions into this one would be wrong.
-        db, where = shlex.quote(str(profile / "state.db")), shlex.quote(str(profile))
-        command = f"hermes-state --db {db} import-jsonl {where}"
-        detail = f"profile {profile.name!r} has its own database, not read here; import it alone: {command}"
-        yield Problem(str(profile), None, "profile_skipped", detail)
+        yield _profile_skipped(profile)
+
+
+def _profile_skipped(profile: Path) -> Problem:
+    db, where = shlex.quote(str(profile / "state.db")), shlex.quote(str(profile))
+    command = f"hermes-state --db {db} import-jsonl {where}"
+    detail = f"profile {profile.name!r} has its own database, not read here; import it alone: {command}"
+    return Problem(str(profile), None, "profile_skipped", detail)
+
+
+def is_profile(path: Path) -> bool:
+    """A profile of a HERMES_HOME: `<home>/profiles/<name>/`, a home of its own."""
+    return path.parent.name == "profiles" and is_home(path.parent.parent) and is_home(path)
 
 
 def _unreadable(folder: Path, exc: OSError) -> Problem:

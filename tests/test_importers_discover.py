@@ -173,3 +173,28 @@ def test_links_that_loop_are_skipped_and_the_rest_found(tmp_path: Path) -> None:
     assert [f.name for f in files] == ["20260301_100000_aaaa0001.jsonl"]
     assert sorted((Path(p.file).name, p.kind, p.failure) for p in problems) == [
         ("a.jsonl", "skipped_file", False), ("b.jsonl", "skipped_file", False), ("self.jsonl", "skipped_file", False)]
+
+
+def _profile_home(root: Path) -> Path:
+    home = root / "home"
+    for folder in ("sessions", "profiles/work/sessions", "profiles/play/sessions"):
+        (home / folder).mkdir(parents=True)
+    (home / "sessions" / "20260301_100000_aaaa0001.jsonl").write_text("{}\n")
+    for name in ("work", "play"):  # the same session id in both profiles: they must never be merged
+        (home / "profiles" / name / "sessions" / "20260301_100000_bbbb0001.jsonl").write_text("{}\n")
+    return home
+
+
+@pytest.mark.parametrize("named, files, skipped", [
+    (["home"], ["aaaa0001"], ["play", "work"]),
+    (["home/profiles"], [], ["play", "work"]),                        # each profile inside is one home
+    (["home/profiles/work"], ["bbbb0001"], []),                       # one profile alone: read
+    (["home/profiles/work", "home/profiles/play"], [], ["play", "work"]),  # two named together: neither
+])
+def test_profiles_are_never_read_together(tmp_path: Path, named: list[str], files: list[str],
+                                          skipped: list[str]) -> None:
+    _profile_home(tmp_path)
+    found, problems = discover([tmp_path / n for n in named])
+    assert [f.stem.rsplit("_", 1)[1] for f in found] == files
+    assert sorted(Path(p.file).name for p in problems if p.kind == "profile_skipped") == skipped
+    assert all("import-jsonl" in p.detail for p in problems if p.kind == "profile_skipped")
