@@ -360,3 +360,21 @@ def test_recovered_and_repaired_files_are_owner_only(pristine, tmp_path):
     assert cli("--db", path, "repair").exit_code == 0
     assert (tmp_path / "recovered.db").stat().st_mode & 0o777 == 0o600
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 0.99])
+def test_a_file_cut_short_is_never_called_complete(pristine, tmp_path, keep):
+    # The rows in the pages past the new end cannot be counted (their ids may leave no gap), but the
+    # header still counts the pages: recover says the file was cut short, and exits 1.
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    pages = path.stat().st_size // 4096
+    os.truncate(path, int(pages * keep) * 4096)
+    code, doc = cli_json("--db", path, "recover", tmp_path / "copy.db")
+    assert code == 1 and not doc["complete"] and doc["pages_missing"] == pages - int(pages * keep)
+    assert "cut short" in cli("--db", path, "recover", tmp_path / "again.db").stdout
+
+
+def test_a_whole_file_has_no_missing_pages(pristine, tmp_path):
+    code, doc = cli_json("--db", pristine, "recover", tmp_path / "copy.db")
+    assert code == 0 and doc["pages_missing"] == 0

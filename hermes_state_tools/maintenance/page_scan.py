@@ -110,6 +110,21 @@ def _cells(data: Any, page: int, page_size: int, usable: int, pages: int) -> lis
     return out
 
 
+def pages_missing(path: Path) -> int:
+    """How many pages the file's header says it has beyond its end (a file cut short: a copy that
+    stopped, a full disk, a truncate), 0 when the header's count is not valid (SQLite before 3.7)."""
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return 0
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    counted, changes, valid_for = (int.from_bytes(header[at:at + 4], "big") for at in (28, 24, 92))
+    if not page_size or not counted or changes != valid_for:
+        return 0
+    return max(0, counted - path.stat().st_size // page_size)
+
+
 def scan_table_leaves(path: Path) -> list[Cell]:
     """Every decodable cell of every table-leaf page not on the freelist; the file is opened 'rb'."""
     with open(path, "rb") as handle:

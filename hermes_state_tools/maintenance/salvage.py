@@ -50,6 +50,7 @@ class SalvageReport:
     counters_recounted: int = 0
     other_tables: list[str] = field(default_factory=list)
     other_tables_lost: list[str] = field(default_factory=list)
+    pages_missing: int = 0  # the file ends before the pages its header counts: what they held is lost
     schema_damage: str | None = None
     schema_unreadable: bool = False  # SQLite could not read the schema: rows came from the pages alone
     used_wal_snapshot: bool = False
@@ -59,7 +60,7 @@ class SalvageReport:
     def complete(self) -> bool:
         """Every canonical row came back as it was."""
         return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
-                    or self.other_tables_lost or self.titles_cleared)
+                    or self.other_tables_lost or self.titles_cleared or self.pages_missing)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -334,6 +335,7 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     come back as it was, or DamagedDatabaseError and `tmp` removed."""
     report = SalvageReport(str(source))
     try:
+        report.pages_missing = page_scan.pages_missing(source)
         src = _open_source(source, workdir)
         table_info(src.conn, "sessions")
     except sqlite3.DatabaseError as exc:
