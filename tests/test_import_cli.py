@@ -379,3 +379,19 @@ def test_a_file_name_that_is_not_utf8_imports_once_and_is_reported_printably(tmp
     assert query(db, "SELECT id FROM sessions WHERE id LIKE 'bad%'") == [{"id": "bad\ufffd\ufffd_1"}]
     human = run_module("--db", db, "import-jsonl", folder, "--no-progress")
     assert human.returncode == 0 and "bad\\xff\\xfe_1.jsonl" in human.stdout, human.stderr
+
+
+@pytest.mark.parametrize("dry_run, others", [(False, 0), (True, 0), (False, 70)])  # 70: a reader process
+def test_a_file_whose_session_holds_no_messages_is_reported_not_dropped_silently(tmp_path: Path, dry_run: bool,
+                                                                                  others: int) -> None:
+    folder = tmp_path / "sessions"
+    write_corpus(folder, others, 2)
+    write_jsonl(folder / "20261231_100000_ffff0001.jsonl", [{"role": "session_meta", "model": "m"}])
+    (folder / "session_20261231_100000_ffff0002.json").write_text(
+        json.dumps({"session_id": "20261231_100000_ffff0002", "system_prompt": "be kind", "messages": []}))
+    (folder / "20261231_100000_ffff0003.jsonl").write_bytes(b"")  # said once, as an empty file
+    code, report = import_json(tmp_path / "state.db", folder, options=["--dry-run"] if dry_run else [])
+    assert code == 0 and report["sessions_created"] == others
+    assert sorted((Path(p["file"]).name, p["kind"]) for p in report["problems"]) == [
+        ("20261231_100000_ffff0001.jsonl", "no_messages"), ("20261231_100000_ffff0003.jsonl", "empty_file"),
+        ("session_20261231_100000_ffff0002.json", "no_messages")]

@@ -9,8 +9,9 @@ transaction for a later batch.
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,7 +28,7 @@ from hermes_state_tools.ingest.merge_copies import (
     plan_session,
 )
 from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, Row, StagedRows
-from hermes_state_tools.ingest.units import Unit
+from hermes_state_tools.ingest.units import ReadLog, Unit
 from hermes_state_tools.tables.messages import tool_call_increment
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
@@ -153,6 +154,34 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         duplicates=plan.duplicates, problems=tuple(plan.problems), unit=shell, retimed=tuple(plan.retimed),
         fingerprint=fingerprint_of(existing), enrich=tuple(plan.enrich), foreign_ids=plan.foreign_ids,
     )
+
+
+def left_out(unit: Unit) -> Problem | None:
+    """Why prepare() made nothing of a unit a file held. An index entry alone says nothing, nor does
+    a 0-byte file (its reader said so already)."""
+    if not unit.files or _empty(unit.files[0]):
+        return None
+    return Problem(unit.files[0], None, "no_messages", f"session {unit.session_id} holds no messages and no index "
+                   "entry describes it; no session was made from it")
+
+
+def _empty(file: str) -> bool:
+    try:
+        return os.stat(file).st_size == 0
+    except OSError:
+        return False
+
+
+def planned(conn: sqlite3.Connection | None, units: Iterable[Unit], log: ReadLog,
+            known: set[str] | None = None) -> Iterator[Prepared]:
+    """prepare() over units; each unit a file held that gives nothing to write is said in the log
+    (looked up each time: the reader process hands its problems on, and starts a new list, per batch)."""
+    for unit in units:
+        item = prepare(conn, unit, known=known)
+        if item is not None:
+            yield item
+        elif (problem := left_out(unit)) is not None:
+            log.problems.append(problem)
 
 
 def plain_plan(unit: Unit) -> Prepared:

@@ -17,7 +17,7 @@ from hermes_state_tools.errors import DestinationExistsError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing
 from hermes_state_tools.ingest.merge_copies import Existing
-from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, prepare
+from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, left_out, prepare
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import local_batches, remote_batches, start_reader, stop_reader
@@ -175,6 +175,8 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
             if before is None and conn is not None:
                 before = load_existing(conn, unit.session_id)
             item = prepare(None, unit, before)  # planned against `before`, read once here
+            if item is None and (problem := left_out(unit)) is not None:
+                stats.problems.append(problem)
             if item is not None:
                 stats.count(Written.planned(item))
                 written[unit.session_id] = as_written(item, before)

@@ -30,7 +30,7 @@ except ImportError:  # Windows
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
 from hermes_state_tools.ingest.existing import stored_session_ids
-from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
+from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, planned
 from hermes_state_tools.ingest.staging import RERUN
 from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
 from hermes_state_tools.store.opening import open_read_connection
@@ -44,7 +44,7 @@ def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None,
     try:
         known = stored_session_ids(conn) if conn is not None else set()
         reader = UnitReader(files, tz, source, log, parent_links(conn), stored=known)
-        yield from batches(p for unit in reader.units() if (p := prepare(conn, unit, known=known)) is not None)
+        yield from batches(planned(conn, reader.units(), log, known))
     finally:
         if conn is not None:
             conn.close()
