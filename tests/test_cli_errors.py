@@ -221,3 +221,16 @@ def test_reports_show_a_stored_time_no_calendar_date_can_show(store: Path) -> No
         result = cli("--db", store, *args)
         assert result.exit_code == 0, (args, result.stderr)
     assert "1e+20 (no calendar date)" in cli("--db", store, "sessions", "show", "s1").stdout
+
+
+@pytest.mark.parametrize("command", [["import-jsonl", "{home}"], ["import-jsonl", "{home}", "--dry-run"],
+                                     ["merge", "{other}"]])
+def test_a_store_that_is_a_pipe_or_a_device_is_refused_as_no_file(store: Path, tmp_path: Path,
+                                                                  command: list[str]) -> None:
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
+    home = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "home"
+    for target in (fifo, Path("/dev/zero")):
+        result = cli("--db", target, *[a.format(home=home, other=store) for a in command])
+        assert result.exit_code == 2 and "not a file" in result.stderr, (target, result.stderr)
+    assert fifo.is_fifo()

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION
-from hermes_state_tools.errors import DestinationExistsError
+from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabaseError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing
 from hermes_state_tools.ingest.merge_copies import Existing
@@ -189,6 +189,8 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
     """Refuse a foreign or newer file, and for a real run a damaged one (nothing writes into one),
     whether or not anything is found to import. True: the file was proven sound (open_target need
     not prove it again)."""
+    if db_path.exists() and not db_path.is_file():  # a folder, a pipe, a device: never a store
+        raise NotAHermesDatabaseError(f"{db_path}: not a file")
     if not (db_path.exists() and db_path.stat().st_size):
         return False
     if stats.dry_run:
