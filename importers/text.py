@@ -169,7 +169,8 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             with path.open("rb") as handle:
                 yield from _split_lines(handle)
         return
-    lines = split_lines(data)
+    # Old Mac line ends (CR alone): a JSON line holds no raw CR, so each one ends a line.
+    lines = split_lines(data if b"\n" in data or b"\r" not in data else data.replace(b"\r", b"\n"))
     if b"\r" in data or BOM in data:
         lines = [line.removesuffix(b"\r").removeprefix(BOM) for line in lines]
     yield from enumerate(lines, 1)

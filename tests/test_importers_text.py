@@ -101,3 +101,13 @@ def test_garbage_lines_never_raise(tmp_path_factory, chunks):
 
 def test_raw_control_characters_inside_strings_are_accepted(tmp_path):
     assert read(tmp_path, b'{"c": "a\tb\rc"}\n') == [JsonLine(1, {"c": "a\tb\rc"})]
+
+
+@pytest.mark.parametrize("end", [b"", b"\r"])
+def test_old_mac_line_ends_are_line_ends(tmp_path, end):
+    # A CR alone ended every line of a file saved by an old Mac editor: it was one truncated line.
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "a"}\r{"role": "assistant", "content": "b"}' + end)
+    items = list(iter_json_lines(path, "s.jsonl"))
+    assert [(i.number, i.value["content"]) for i in items if isinstance(i, JsonLine)] == [(1, "a"), (2, "b")]
+    assert [i for i in items if isinstance(i, Problem)] == []
