@@ -142,7 +142,9 @@ def _profile_skipped(profile: Path) -> Problem:
 
 
 def is_profile(path: Path) -> bool:
-    """A profile of a HERMES_HOME: `<home>/profiles/<name>/`, a home of its own."""
+    """A profile of a HERMES_HOME: `<home>/profiles/<name>/`, a home of its own (`.` and relative
+    names too: their parents are judged by the real folder)."""
+    path = Path(_real(str(path)))
     return path.parent.name == "profiles" and is_home(path.parent.parent) and is_home(path)
 
 

@@ -8,6 +8,7 @@ Hermes writes one `SessionDB.export_session` per line: the `sessions` row's colu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from datetime import tzinfo
 from typing import Any
@@ -127,4 +128,16 @@ def _read_message(row: Any, where: Where, tz: tzinfo | None) -> tuple[LegacyMess
     if message is not None:
         for key, text in stored_text.items():
             setattr(message, key, text)
+        problems = _keep_stored_time(message, row.get("timestamp"), problems)
     return message, problems
+
+
+def _keep_stored_time(message: LegacyMessage, stored: Any, problems: list[Problem]) -> list[Problem]:
+    """An export line holds a store's own value: a finite time no calendar date shows (a time in
+    milliseconds another program stored) comes back as it was, so a round trip changes nothing."""
+    if (message.timestamp is not None or isinstance(stored, bool) or not isinstance(stored, (int, float))
+            or not math.isfinite(stored)):
+        return problems
+    message.timestamp = float(stored)
+    message.extra.pop("original_timestamp", None)
+    return [p for p in problems if p.kind != "bad_timestamp"]

@@ -169,11 +169,22 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             with path.open("rb") as handle:
                 yield from _split_lines(handle)
         return
-    # Old Mac line ends (CR alone): a JSON line holds no raw CR, so each one ends a line.
-    lines = split_lines(data if b"\n" in data or b"\r" not in data else data.replace(b"\r", b"\n"))
+    lines = split_lines(data if b"\n" in data or b"\r" not in data else _old_mac_lines(data))
     if b"\r" in data or BOM in data:
         lines = [line.removesuffix(b"\r").removeprefix(BOM) for line in lines]
     yield from enumerate(lines, 1)
+
+
+def _old_mac_lines(data: bytes) -> bytes:
+    """A file with CRs and no LF: old Mac line ends when every CR-ended piece is JSON, else one line
+    (parse_json takes a raw CR inside a string)."""
+    for piece in data.split(b"\r"):
+        if piece.strip():
+            try:
+                orjson.loads(piece)
+            except orjson.JSONDecodeError:
+                return data
+    return data.replace(b"\r", b"\n")
 
 
 def _split_lines(handle: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

@@ -35,7 +35,7 @@ def parse_timestamp(value: Any, tz: tzinfo | None = None) -> float | None:
 # The times a calendar can show (years 1 to 9999, as Python's datetime): an epoch outside them
 # (1e20; a time in milliseconds, year 58,000) is no time, and the message is placed by order instead
 # of pushing every later one past it.
-_FIRST, _LAST = -62135596800.0, 253402300799.0
+_FIRST, _END = -62135596800.0, 253402300800.0  # year 1 to the end of year 9999
 
 
 def _finite(value: int | float | str) -> float | None:
@@ -44,7 +44,7 @@ def _finite(value: int | float | str) -> float | None:
         number = float(value)
     except (OverflowError, ValueError):
         return None
-    return number if _FIRST <= number <= _LAST else None
+    return number if _FIRST <= number < _END else None
 
 
 def _iso_seconds(text: str, tz: tzinfo | None) -> float | None:
@@ -72,4 +72,4 @@ def _epoch(moment: datetime, tz: tzinfo | None) -> float | None:
     except (OverflowError, OSError, ValueError):
         # Years the platform's mktime cannot place (year 1 or 9999 naive).
         return None
-    return seconds if _FIRST <= seconds <= _LAST else None  # year 1 at +01:00 is year 0 in UTC
+    return seconds if _FIRST <= seconds < _END else None  # year 1 at +01:00 is year 0 in UTC

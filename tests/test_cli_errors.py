@@ -234,3 +234,25 @@ def test_a_store_that_is_a_pipe_or_a_device_is_refused_as_no_file(store: Path, t
         result = cli("--db", target, *[a.format(home=home, other=store) for a in command])
         assert result.exit_code == 2 and "not a file" in result.stderr, (target, result.stderr)
     assert fifo.is_fifo()
+
+
+
+def test_a_name_ending_in_wal_beside_a_file_that_is_no_database_is_allowed(store: Path) -> None:
+    (store.parent / "notes").write_text("my notes")
+    (store.parent / "folder").mkdir()
+    for name in ("notes-wal", "folder-journal", "nothing-shm"):
+        result = cli("--db", store, "export", "-o", store.parent / name)
+        assert result.exit_code == 0 and b"disk usage" in (store.parent / name).read_bytes(), result.stderr
+
+
+def test_a_stored_time_no_calendar_shows_survives_an_export_round_trip(store: Path, tmp_path: Path) -> None:
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE messages SET timestamp = 1767600000123.0")
+    first = tmp_path / "first.jsonl"
+    assert cli("--db", store, "export", "-o", first).exit_code == 0
+    again = tmp_path / "again.db"
+    imported = cli("--db", again, "import-jsonl", first, "--json")
+    assert imported.exit_code == 0 and json.loads(imported.stdout)["problem_counts"] == {}, imported.stdout
+    second = tmp_path / "second.jsonl"
+    assert cli("--db", again, "export", "-o", second).exit_code == 0
+    assert first.read_bytes() == second.read_bytes()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from page_damage import (
 )
 
 from hermes_state_tools.errors import DAMAGED_REFUSAL
+from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.checks import check_file
 
 LEGACY_JSONL = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "jsonl"
@@ -378,3 +380,28 @@ def test_a_file_cut_short_is_never_called_complete(pristine, tmp_path, keep):
 def test_a_whole_file_has_no_missing_pages(pristine, tmp_path):
     code, doc = cli_json("--db", pristine, "recover", tmp_path / "copy.db")
     assert code == 0 and doc["pages_missing"] == 0
+
+
+
+@pytest.mark.parametrize("covered", [True, False])
+def test_a_cut_short_file_is_missing_only_the_pages_its_wal_does_not_hold(tmp_path, covered):
+    # A crash mid-checkpoint: the main file is short, but its WAL still holds the pages (complete);
+    # a WAL that holds only the last writes leaves the rest lost (never called complete).
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    if not covered:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (zeroblob(200000))")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("CREATE TABLE IF NOT EXISTS u (x)")
+    conn.execute("INSERT INTO u VALUES ('last write')")
+    shutil.copyfile(f"{path}-wal", tmp_path / "saved-wal")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    pages = path.stat().st_size // 4096
+    os.truncate(path, 4096 * 2)
+    shutil.copyfile(tmp_path / "saved-wal", f"{path}-wal")
+    missing = page_scan.pages_missing(path)
+    assert (missing == 0) if covered else (0 < missing < pages)

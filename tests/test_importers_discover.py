@@ -198,3 +198,13 @@ def test_profiles_are_never_read_together(tmp_path: Path, named: list[str], file
     assert [f.stem.rsplit("_", 1)[1] for f in found] == files
     assert sorted(Path(p.file).name for p in problems if p.kind == "profile_skipped") == skipped
     assert all("import-jsonl" in p.detail for p in problems if p.kind == "profile_skipped")
+
+
+
+def test_profiles_named_by_relative_paths_are_never_read_together(tmp_path: Path, monkeypatch) -> None:
+    home = _profile_home(tmp_path)
+    monkeypatch.chdir(home / "profiles")
+    for named in (["work", "play"], ["."]):
+        found, problems = discover([Path(n) for n in named])
+        assert found == [] and sorted(Path(p.file).resolve().name for p in problems
+                                      if p.kind == "profile_skipped") == ["play", "work"], named

@@ -111,3 +111,11 @@ def test_old_mac_line_ends_are_line_ends(tmp_path, end):
     items = list(iter_json_lines(path, "s.jsonl"))
     assert [(i.number, i.value["content"]) for i in items if isinstance(i, JsonLine)] == [(1, "a"), (2, "b")]
     assert [i for i in items if isinstance(i, Problem)] == []
+
+
+
+def test_a_raw_cr_inside_a_string_of_a_one_line_file_is_no_line_end(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "progress 10%\r progress 100%"}')
+    items = list(iter_json_lines(path, "s.jsonl"))
+    assert [i.value["content"] for i in items if isinstance(i, JsonLine)] == ["progress 10%\r progress 100%"]

@@ -89,6 +89,7 @@ def test_a_time_no_calendar_date_can_show_is_no_time(value: object) -> None:
 
 
 @pytest.mark.parametrize("value, seconds", [(0, 0.0), (-1, -1.0), (253402300799, 253402300799.0),
+                                            (253402300799.5, 253402300799.5),
                                             ("0001-01-01T00:00:00+00:00", -62135596800.0)])
 def test_the_calendar_s_own_edges_are_times(value: object, seconds: float) -> None:
     assert parse_timestamp(value) == seconds

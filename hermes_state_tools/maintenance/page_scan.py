@@ -112,7 +112,8 @@ def _cells(data: Any, page: int, page_size: int, usable: int, pages: int) -> lis
 
 def pages_missing(path: Path) -> int:
     """How many pages the file's header says it has beyond its end (a file cut short: a copy that
-    stopped, a full disk, a truncate), 0 when the header's count is not valid (SQLite before 3.7)."""
+    stopped, a full disk, a truncate) that its -wal does not hold either; 0 when the header's count
+    is not valid (SQLite before 3.7)."""
     with path.open("rb") as handle:
         header = handle.read(100)
     if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
@@ -122,7 +123,27 @@ def pages_missing(path: Path) -> int:
     counted, changes, valid_for = (int.from_bytes(header[at:at + 4], "big") for at in (28, 24, 92))
     if not page_size or not counted or changes != valid_for:
         return 0
-    return max(0, counted - path.stat().st_size // page_size)
+    present = path.stat().st_size // page_size
+    if counted <= present:
+        return 0
+    return len(set(range(present + 1, counted + 1)) - _wal_pages(Path(f"{path}-wal"), page_size))
+
+
+def _wal_pages(wal: Path, page_size: int) -> set[int]:
+    """The page numbers of the frames of the WAL's current generation (its header's salts); a WAL of
+    another page size, or none, holds none."""
+    try:
+        data = wal.read_bytes()
+    except OSError:
+        return set()
+    if len(data) < 32 or int.from_bytes(data[8:12], "big") != page_size:
+        return set()
+    salts, pages = data[16:24], set()
+    for at in range(32, len(data) - 24 - page_size + 1, 24 + page_size):
+        if data[at + 8:at + 16] != salts:
+            break
+        pages.add(int.from_bytes(data[at:at + 4], "big"))
+    return pages
 
 
 def scan_table_leaves(path: Path) -> list[Cell]:

@@ -335,7 +335,7 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     come back as it was, or DamagedDatabaseError and `tmp` removed."""
     report = SalvageReport(str(source))
     try:
-        report.pages_missing = page_scan.pages_missing(source)
+        report.pages_missing = page_scan.pages_missing(source)  # what neither the file nor its WAL holds
         src = _open_source(source, workdir)
         table_info(src.conn, "sessions")
     except sqlite3.DatabaseError as exc:
