@@ -146,7 +146,7 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         return None
     copies: list[LegacySession] = unit.copies + ([unit.index_entry] if unit.index_entry else [])
     plan = plan_session(unit.session_id, copies, existing, unit.fallback_start, unit.end_hint)
-    shell = Unit(unit.session_id, [], unit.files, unit.fallback_start, unit.end_hint, unit.index_entry)
+    shell = unit.with_copies([])
     return Prepared(
         session_id=plan.session_id, create=plan.create, row=plan.row, session_extra=plan.session_extra,
         rows=_rows(plan), message_extras=tuple((n, m.extra) for n, (m, _, _) in enumerate(plan.inserts) if m.extra),
@@ -203,7 +203,7 @@ def plain_plan(unit: Unit) -> Prepared:
         session_id=sid, create=True, row=new_row(sid, [session], unit.plain.times, unit.fallback_start),
         session_extra=dict(session.extra), rows=tuple(rows), message_extras=(), tool_calls=tool_calls, duplicates=0,
         fingerprint=fingerprint_of(None), retimed=(),
-        unit=Unit(sid, [], unit.files, unit.fallback_start, unit.end_hint, unit.index_entry),
+        unit=unit.with_copies([]),
     )
 
 

@@ -110,8 +110,7 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Replan:
         # A private log: these problems were reported once.
         reader = UnitReader([], tz, source, ReadLog(), parent_links(conn))
         copies = [c for path in shell.files for c in reader.records(Path(path), shell.session_id)]
-        unit = Unit(shell.session_id, copies, shell.files, shell.fallback_start, shell.end_hint, shell.index_entry)
-        return prepare(conn, unit)
+        return prepare(conn, shell.with_copies(copies))
 
     return replan
 

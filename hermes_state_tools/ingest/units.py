@@ -31,6 +31,11 @@ class Unit:
     # without a LegacyMessage each (prepare.plain_plan); `copies` then holds its session alone.
     plain: PlainTranscript | None = None
 
+    def with_copies(self, copies: list[LegacySession]) -> Unit:
+        """The same session and files with these copies (none: the shell a plan keeps, enough to
+        read and plan it again; with the copies read again: the unit to plan)."""
+        return Unit(self.session_id, copies, self.files, self.fallback_start, self.end_hint, self.index_entry)
+
 
 @dataclass
 class ReadLog:
