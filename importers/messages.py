@@ -71,16 +71,7 @@ PLAIN_TYPES: dict[str, Any] = {
 }
 
 
-def is_plain(record: dict[str, Any]) -> bool:
-    """Whether a record holds only known keys of plain types, and a role."""
-    for key, value in record.items():
-        kind = PLAIN_TYPES.get(key)
-        if kind is None or (value is not None and not isinstance(value, kind)):
-            return False
-    return bool(record.get("role"))
-
-
-# PLAIN_TYPES as sets of exact types, for values a JSON parser made (it makes no subclasses).
+# PLAIN_TYPES as sets of exact types: every record here was made by a JSON parser (no subclasses).
 _JSON_TYPES: frozenset[type] = frozenset((str, int, float, bool, list, dict, type(None)))
 
 
@@ -95,15 +86,20 @@ _PLAIN_KINDS = {key: _exact(kind) for key, kind in PLAIN_TYPES.items()}
 _NO_FLOAT: frozenset[type] = frozenset((str, int, bool, type(None)))  # values that cannot hold a float
 
 
-def plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
-    """The time of a parsed JSON record that is_plain takes and that holds no float of 2**63 or more
-    (maybe an integer orjson widened: has_wide_float); None for any other. One pass over its values."""
+def is_plain(record: dict[str, Any], check_floats: bool = False) -> bool:
+    """Whether a record holds only known keys of plain types, and a role; with `check_floats`, also
+    no float of 2**63 or more (maybe an integer orjson widened: has_wide_float). One pass."""
     for key, value in record.items():
         kinds = _PLAIN_KINDS.get(key)
         kind = type(value)
-        if kinds is None or kind not in kinds or (kind not in _NO_FLOAT and has_wide_float(value)):
-            return None
-    return parse_timestamp(record.get("timestamp"), tz) if record.get("role") else None
+        if kinds is None or kind not in kinds or (check_floats and kind not in _NO_FLOAT and has_wide_float(value)):
+            return False
+    return bool(record.get("role"))
+
+
+def plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
+    """The time of a parsed JSON record that is_plain takes, holding no widened float; None for any other."""
+    return parse_timestamp(record.get("timestamp"), tz) if is_plain(record, check_floats=True) else None
 
 
 def plain_message(record: dict[str, Any], line: int | None, tz: tzinfo | None) -> LegacyMessage | None:
