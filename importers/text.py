@@ -169,15 +169,17 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             with path.open("rb") as handle:
                 yield from _split_lines(handle)
         return
-    lines = split_lines(data if b"\n" in data or b"\r" not in data else _old_mac_lines(data))
+    lines = split_lines(_old_mac_lines(data))
     if b"\r" in data or BOM in data:
         lines = [line.removesuffix(b"\r").removeprefix(BOM) for line in lines]
     yield from enumerate(lines, 1)
 
 
 def _old_mac_lines(data: bytes) -> bytes:
-    """A file with CRs and no LF: old Mac line ends when every CR-ended piece is JSON, else one line
-    (parse_json takes a raw CR inside a string)."""
+    """The file's bytes, with old Mac line ends (CRs and no LF) made LFs when every CR-ended piece is
+    JSON; else as they are (parse_json takes a raw CR inside a string)."""
+    if b"\n" in data or b"\r" not in data:
+        return data
     for piece in data.split(b"\r"):
         if piece.strip():
             try:
