@@ -55,27 +55,30 @@ def require_replaceable(dest: Path) -> None:
     """A file that is no database (an export) may replace `dest`: it is no SQLite database (the one
     exported included, under any name or link) and not named as one's own file."""
     _refuse_side_name(dest)
-    if dest.is_file() and dest.stat().st_size and _is_database(dest):
+    if _head(dest) == _SQLITE_HEADER:
         raise UnsafeDestinationError(f"{dest}: is an SQLite database; refusing to write over it "
                                      "(choose another name, or delete it first)")
 
 
-def _is_database(path: Path) -> bool:
-    """An SQLite file, or an empty file (SQLite creates a database as one)."""
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _head(path: Path) -> bytes | None:
+    """The first 16 bytes of a regular file (b"" when empty); None for anything else."""
     try:
         if not path.is_file():
-            return False
+            return None
         with path.open("rb") as handle:
-            head = handle.read(16)
+            return handle.read(16)
     except OSError:
-        return False
-    return head in (b"", b"SQLite format 3\x00")
+        return None
 
 
 def _refuse_side_name(dest: Path) -> None:
     for suffix in _SQLITE_SIDE_FILES:
         base = dest.with_name(dest.name[:-len(suffix)]) if dest.name.endswith(suffix) else None
-        if base is not None and base.name and _is_database(base):
+        # An empty file counts: SQLite creates a database as one.
+        if base is not None and base.name and _head(base) in (b"", _SQLITE_HEADER):
             raise UnsafeDestinationError(f"{dest}: SQLite would take this for a file of the database {base} "
                                          "(and delete or replay it); choose another name")
 
