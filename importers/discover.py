@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import shlex
 from collections.abc import Callable, Iterable, Iterator
@@ -19,17 +18,21 @@ NOISE = (
 )
 
 
+INDEX_NAME = "sessions.json"
+
+
 def file_shape(path: Path) -> str | None:
     """Return "index", "save", "snapshot" (ShareGPT logs included) or "jsonl" for a file name, else None."""
-    return _name_shape(path.name)
+    return name_shape(path.name)
 
 
-@functools.lru_cache(maxsize=4096)  # asked a few times per file while one import groups and reads it
-def _name_shape(name: str) -> str | None:
+def name_shape(name: str) -> str | None:
+    """file_shape of a file's name. (No cache: an install has more names than one would hold, and
+    the checks cost less than a missed look-up.)"""
     for prefix, suffix, _ in NOISE:  # a loop, not any(): this runs for every file of an install
         if name.endswith(suffix) and name.startswith(prefix):
             return None
-    if name == "sessions.json":
+    if name == INDEX_NAME:
         return "index"
     if name.startswith("hermes_conversation_") and name.endswith(".json"):
         return "save"
@@ -63,7 +66,7 @@ def discover(paths: Iterable[Path],
                     call = many[1]
                     many = None
                     call()
-    ordered = sorted(files.values(), key=lambda found: (file_shape(found[0]) != "index", found[1]))
+    ordered = sorted(files.values(), key=lambda found: (found[0].name != INDEX_NAME, found[1]))
     return [named for named, _ in ordered], list(problems.values())
 
 
@@ -166,7 +169,8 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
         return
     seen.add(real)
     for entry in entries:
-        path = folder / entry.name
+        name = entry.name
+        path = folder / name
         try:
             is_dir, is_file, is_link = entry.is_dir(), entry.is_file(), entry.is_symlink()
         except OSError as exc:  # a link that loops (it holds nothing), an entry this user may not look at
@@ -183,14 +187,16 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
                 yield item
             if empty:
                 yield Problem(str(path), None, "skipped_file", "an empty folder (or one read already); not read")
+        elif is_file and name_shape(name) is not None:  # the usual case, without _file's second look
+            yield (_real(str(path)) if is_link else os.path.join(real, name)), path, str(path)
         else:
-            yield from _file(path, is_file, None if is_link else os.path.join(real, entry.name))
+            yield from _file(path, is_file)
 
 
-def _file(path: Path, is_file: bool, real: str | None = None) -> Iterator[Found | Problem]:
+def _file(path: Path, is_file: bool) -> Iterator[Found | Problem]:
     """Yield the file when its name is a transcript shape, else a notice saying what was skipped."""
     if file_shape(path) is not None and is_file:
-        yield (real or _real(str(path))), path, str(path)
+        yield _real(str(path)), path, str(path)
         return
     what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
     yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")

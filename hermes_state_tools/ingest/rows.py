@@ -27,6 +27,7 @@ MESSAGE_COLUMNS = (
     "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
 )
 SHORT_ROW = 7  # columns of a row whose last five would all be NULL
+_SESSION_FIELD_SET = frozenset(SESSION_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,9 @@ def session_values(plan: Prepared, row: dict[str, Any]) -> dict[str, Any]:
     from its plan (existing ones are recounted in SQL)."""
     if isinstance(row.get("model_config"), (dict, list)):
         row["model_config"] = jsonutil.dumps(row["model_config"])
-    row = {k: without_surrogates(v) for k, v in row.items() if k in SESSION_FIELDS}
+    # (Text is checked inline: this runs for every field of every session imported.)
+    row = {k: v if type(v) is not str or v.isascii() else without_surrogates(v)
+           for k, v in row.items() if k in _SESSION_FIELD_SET}
     if plan.create:
         row["message_count"] = plan.message_count
         row["tool_call_count"] = plan.tool_calls or 0  # None: recounted in SQL by the writer

@@ -79,7 +79,7 @@ def _staged_session(item: Prepared) -> tuple[Any, ...] | None:
     if not item.plain_create:
         return None
     values = session_values(item, dict(item.row))
-    if values.keys() != set(SESSION_FIELDS):
+    if len(values) != len(SESSION_FIELDS):  # session_values keeps only SESSION_FIELDS
         return None  # a row without some column takes its default: written from memory instead
     extra = jsonutil.dumps(item.session_extra) if item.session_extra else None
     return (*(values[name] for name in SESSION_FIELDS), extra)
