@@ -232,13 +232,23 @@ def evict(folder: Path) -> None:
             os.close(fd)
 
 
-def short_sessions(root: Path, repeat: int, sessions: int = 10_000, per_session: int = 10) -> None:
+def short_sessions(root: Path, repeat: int, sessions: int = 10_000, per_session: int = 10,
+                   ceiling: bool = False) -> None:
     """Many small files: the import against the bulk limit of the same rows, with the files cached
-    (just written) and, once per run, evicted from the page cache first (cold)."""
+    (just written) and, once per run, evicted from the page cache first (cold). With `ceiling`, also
+    the import with a reader that costs nothing (bench_ceiling.py)."""
     corpus = make_corpus(root / "short", sessions, per_session, seed=5)
     command = ["import-jsonl", str(root / "short"), "--no-progress", "--json"]
-    bulk, naive, imports, cold = [], [], [], []
+    bulk, naive, imports, cold, free = [], [], [], [], []
+    reader = None
+    if ceiling:
+        from bench_ceiling import FreeReader, start_seconds
+
+        reader = FreeReader(root / "short", root / "ceiling")
     for run in range(repeat):
+        if reader is not None:
+            _settle(root)
+            free.append(start_seconds() + reader.import_seconds(root / f"sfree{run}.db"))
         _settle(root)
         bulk.append(bulk_limit(root / f"sbulk{run}.db", corpus))
         _settle(root)
@@ -254,6 +264,9 @@ def short_sessions(root: Path, repeat: int, sessions: int = 10_000, per_session:
           f"files evicted from the page cache first: {_median(cold):.2f} s; a one-process importer with no "
           f"checks (read, orjson, the same insert): {_median(naive):.2f} s -> ratio "
           f"{_median(naive) / _median(imports):.2f}")
+    if free:
+        print(f"short:   the same import with a reader that costs nothing (process start and imports "
+              f"included): {_median(free):.2f} s -> ratio {_median(bulk) / _median(free):.2f}")
     _settle(root)
 
 
@@ -267,11 +280,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=0,
                         help="run the at-scale cases on a Zipf-text store of this many messages instead")
     parser.add_argument("--short", action="store_true", help="run only the short-session import")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="with --short: also the import with a reader that costs nothing (its ceiling)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
         root = Path(scratch)
         if args.short:
-            short_sessions(root, args.repeat)
+            short_sessions(root, args.repeat, ceiling=args.ceiling)
             return
         if args.messages:
             from bench_scale import run_scale
