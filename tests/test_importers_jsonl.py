@@ -293,3 +293,17 @@ def test_garbage_never_raises(tmp_path_factory, lines):
     records = list(read_jsonl(path, "g"))
     assert all(isinstance(r, (LegacySession, Problem)) for r in records)
     assert sum(isinstance(r, LegacySession) for r in records) == 1
+
+
+def test_the_repeated_hour_when_summer_time_ends_reads_in_file_order(tmp_path):
+    """Naive local times of the night the clocks go back: 02:05 after 02:55 is the second 02:05
+    (CET), an hour after the first reading; it was stored as the first (CEST), an hour early."""
+    from zoneinfo import ZoneInfo
+
+    stamps = ["2026-10-25T02:40:00", "2026-10-25T02:55:00", "2026-10-25T02:05:00", "2026-10-25T02:20:00"]
+    records = [{"role": "user", "content": f"q{n}", "timestamp": t} for n, t in enumerate(stamps)]
+    records += [{"role": "user", "content": "aware", "timestamp": "2026-10-25T00:10:00+00:00"},
+                {"role": "user", "content": "epoch", "timestamp": 1792887000.0}]
+    [session] = list(read_jsonl(write(tmp_path, records), "s", tz=ZoneInfo("Europe/Berlin")))
+    utc = [datetime.fromtimestamp(m.timestamp, timezone.utc).strftime("%H:%M") for m in session.messages]
+    assert utc == ["00:40", "00:55", "01:05", "01:20", "00:10", "00:10"]  # times that name one moment stay
