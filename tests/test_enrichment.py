@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from helpers import file_digests
-from import_helpers import import_json, message_extras, query
+from import_helpers import cli, export_bytes, import_json, message_extras, query
 
 from hermes_state_tools import SessionDB
 
@@ -110,3 +110,29 @@ def test_a_dry_run_over_an_older_schema_counts_the_columns_its_upgrade_adds(tmp_
         k: real[k] for k in ("messages_enriched", "sessions_updated", "messages_imported")}
     assert query(db, "SELECT finish_reason, reasoning FROM messages WHERE session_id = ? AND role = 'assistant'",
                  (SID,)) == [{"finish_reason": "stop", "reasoning": "sum up"}]
+
+
+def test_an_export_or_a_database_with_unnamed_tool_rows_comes_in_once_and_stays(tmp_path):
+    """The gateway stored tool rows without a name. Imported from an export (or merged from the
+    database) they keep none, as stored; the re-run then named them from the calls (15 rows
+    enriched, 3 sessions updated by a run that should change nothing)."""
+    source = tmp_path / "gateway.db"
+    db = SessionDB(source)
+    db.create_session(SID, "telegram")
+    db.append_message(SID, "user", "list files")
+    db.append_message(SID, "assistant", None, tool_calls=CALL)
+    db.append_message(SID, "tool", "a.txt", tool_call_id="call_1")
+    db.close()
+    dump = tmp_path / "export.jsonl"
+    dump.write_bytes(export_bytes(source))
+    for target in (tmp_path / "imported.db", tmp_path / "merged.db"):
+        for run in ("first", "again"):
+            if target.name == "imported.db":
+                code, doc = import_json(target, dump)
+            else:
+                result = cli("--db", target, "merge", source, "--json")
+                code, doc = result.exit_code, json.loads(result.stdout)
+            assert code == 0, doc
+            if run == "again":
+                assert (doc["sessions_updated"], doc["messages_enriched"], doc["messages_imported"]) == (0, 0, 0)
+        assert query(target, "SELECT tool_name FROM messages WHERE role = 'tool'") == [{"tool_name": None}]
