@@ -82,10 +82,12 @@ def parent_links(conn: sqlite3.Connection | None) -> dict[str, str]:
 def _descends_from(session_id: str, ancestor: str, parents: dict[str, str]) -> bool:
     """Whether `ancestor` is on `session_id`'s parent chain (a chain that loops ends the walk)."""
     seen = {session_id}
-    while (session_id := parents.get(session_id)) is not None and session_id not in seen:
-        if session_id == ancestor:
+    parent = parents.get(session_id)
+    while parent is not None and parent not in seen:
+        if parent == ancestor:
             return True
-        seen.add(session_id)
+        seen.add(parent)
+        parent = parents.get(parent)
     return False
 
 
