@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hermes_state_tools.core.records import SOURCE_FALLBACK, LegacyMessage, LegacySession, Problem
@@ -52,9 +53,7 @@ def build_session(
 
 
 def _key(message: LegacyMessage) -> tuple[Any, ...]:
-    # The re-append bug copied the history with its timestamps: an exchange said again later (a
-    # second "ok" a minute on) is no repeat. Untimed files (snapshots) cannot tell the two apart.
-    return (message.role, message.content, message.tool_calls, message.tool_call_id, message.timestamp)
+    return (message.role, message.content, message.tool_calls, message.tool_call_id)
 
 
 def drop_duplicate_blocks(
@@ -64,40 +63,54 @@ def drop_duplicate_blocks(
     keys = [_key(m) for m in messages]
     if not keys or keys[0] not in keys[1:]:  # a repeat starts with the first message again: none here
         return messages, []
+    times = [m.timestamp for m in messages]
     kept: list[int] = []
-    kept_keys: list[tuple[Any, ...]] = []
     problems: list[Problem] = []
     at = 0
     while at < len(messages):
-        size = _repeat_size(keys, kept_keys, at)
+        size = _repeat_size(keys, times, kept, at)
         if size:
             problems.append(_duplicate_problem(file, messages, at, size))
             at += size
             continue
         kept.append(at)
-        kept_keys.append(keys[at])
         at += 1
     return [messages[i] for i in kept], problems
 
 
-def _repeat_size(keys: list[tuple[Any, ...]], kept_keys: list[tuple[Any, ...]], at: int) -> int:
+def _repeat_size(keys: list[tuple[Any, ...]], times: list[Any], kept: list[int], at: int) -> int:
     """Return the length of the block at `at` that repeats the history so far (2 or more), else 0."""
-    if _is_repeat(keys, kept_keys, len(kept_keys), at):
-        return len(kept_keys)
+    if _is_repeat(keys, times, kept, at):
+        return len(kept)
     # After an earlier repeat was dropped, a copy of the raw prefix (repeat included) counts too.
-    if len(kept_keys) != at and _is_repeat(keys, keys, at, at):
+    if len(kept) != at and _is_repeat(keys, times, range(at), at):
         return at
     return 0
 
 
-def _is_repeat(keys: list[tuple[Any, ...]], prefix: list[tuple[Any, ...]], size: int, at: int) -> bool:
-    """Tell whether keys[at:at+size] equals prefix[:size]."""
+def _is_repeat(keys: list[tuple[Any, ...]], times: list[Any], prefix: Sequence[int], at: int) -> bool:
+    """Tell whether the messages at `at` repeat those at the indexes `prefix`, in order and in time."""
+    size = len(prefix)
     if size < 2 or at + size > len(keys):
         return False
     # Compare the ends first: almost every position fails there without copying a slice.
-    if keys[at] != prefix[0] or keys[at + size - 1] != prefix[size - 1]:
+    if keys[at] != keys[prefix[0]] or keys[at + size - 1] != keys[prefix[-1]]:
         return False
-    return keys[at : at + size] == prefix[:size]
+    if keys[at : at + size] != [keys[i] for i in prefix]:
+        return False
+    # A copy holds the history's own times, or the turn's (_restamped): an exchange said again a
+    # minute on (a second "ok") has its own times and is no repeat.
+    return times[at : at + size] == [times[i] for i in prefix] or _restamped(times, at, size)
+
+
+def _restamped(times: list[Any], at: int, size: int) -> bool:
+    """The gateway before March 2026 (Hermes PR #395) re-appended the whole history when the messages
+    its agent returned were no more than the history it loaded, stamping every copy with the turn's
+    time, and then the turn's own messages with that time too. An exchange said again (a second "ok"
+    a minute on) is a turn of its own: no message after it shares its time."""
+    turn = times[at]
+    return (turn is not None and at + size < len(times) and times[at + size] == turn
+            and all(t == turn for t in times[at : at + size]))
 
 
 def _duplicate_problem(file: str, messages: list[LegacyMessage], at: int, size: int) -> Problem:

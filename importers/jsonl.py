@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from hermes_state_tools.importers.build import build_session, no_id_problem, pla
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
 from hermes_state_tools.importers.messages import Where, call_names, normalise_message, plain_message, plain_time
 from hermes_state_tools.importers.text import JsonLine, iter_json_lines, read_small, split_lines
-from hermes_state_tools.importers.timestamps import parse_timestamp
+from hermes_state_tools.importers.timestamps import later_reading, parse_timestamp
 
 JSONL_FALLBACK_SOURCE = "unknown"  # only the gateway wrote these files, but they do not say which platform
 
@@ -58,23 +58,43 @@ def _read_transcript(
     messages: list[LegacyMessage] = []
     meta: dict[str, Any] = {}
     extra: dict[str, Any] = {}
+    latest: float | None = None
     for item in items:
         if isinstance(item, Problem):
             yield item
-        elif type(item.value) is dict and item.value.get("role") == "session_meta":
+            continue
+        if type(item.value) is dict and item.value.get("role") == "session_meta":
             _take_meta(item.value, item.number, meta, extra)
-        elif type(item.value) is dict and (message := plain_message(item.value, item.number, tz)) is not None:
-            messages.append(message)  # nearly every line: the careful path below gives the same, plus problems
+            continue
+        if type(item.value) is dict and (message := plain_message(item.value, item.number, tz)) is not None:
+            pass  # nearly every line: the careful path below gives the same, plus problems
         else:
             where = Where(file, item.number, len(messages) + 1)
             message, problems = normalise_message(item.value, where, tz)
             yield from problems
-            if message is not None:
-                messages.append(message)
+            if message is None:
+                continue
+        message, latest = _in_time_order(message, item.value, latest, tz)
+        messages.append(message)
     if not usable_id(session_id):
         yield no_id_problem(file)
         return
     yield from _session(session_id, file, messages, meta, fallback, extra, tz)
+
+
+def _in_time_order(message: LegacyMessage, record: Any, latest: float | None,
+                   tz: tzinfo | None) -> tuple[LegacyMessage, float | None]:
+    """The message, read at the later of a repeated hour's two readings when the first would put it
+    before the message written ahead of it (naive local times the night summer time ends), and the
+    latest time so far."""
+    seconds = message.timestamp
+    if seconds is None:
+        return message, latest
+    if latest is not None and seconds < latest and type(record) is dict:
+        later = later_reading(seconds, record.get("timestamp"), tz)
+        if later is not None and later >= latest:
+            message, seconds = replace(message, timestamp=later), later
+    return message, seconds if latest is None else max(latest, seconds)
 
 
 def _take_meta(record: dict[str, Any], number: int, meta: dict[str, Any], extra: dict[str, Any]) -> None:

@@ -73,3 +73,23 @@ def _epoch(moment: datetime, tz: tzinfo | None) -> float | None:
         # Years the platform's mktime cannot place (year 1 or 9999 naive).
         return None
     return seconds if _FIRST <= seconds < _END else None  # year 1 at +01:00 is year 0 in UTC
+
+
+def later_reading(seconds: float, raw: Any, tz: tzinfo | None) -> float | None:
+    """The later reading of a naive wall-clock time the clock showed twice (the hour repeated when
+    summer time ends), when `raw` is such a time and `seconds` its first reading; else None."""
+    if type(raw) is not str or raw[4:5] != "-":
+        return None
+    try:
+        if datetime.fromisoformat(raw.strip()).tzinfo is not None:
+            return None  # a zone-aware time means one moment
+        wall = datetime.fromtimestamp(seconds, tz)
+    except (OverflowError, OSError, ValueError):
+        return None
+    if wall.fold:
+        return None
+    later = wall.replace(fold=1)
+    if tz is None:  # local time: a naive wall time, read with the other fold
+        later = later.replace(tzinfo=None)
+    second = _epoch(later, tz)
+    return second if second is not None and second > seconds else None

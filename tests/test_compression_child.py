@@ -55,3 +55,42 @@ def test_without_a_parent_link_the_file_name_decides(tmp_path):
     assert code == 0
     assert [r["id"] for r in query(tmp_path / "state.db", "SELECT id FROM sessions")] == [PARENT]
     assert "session_id_mismatch" in [p["kind"] for p in doc["problems"]]
+
+
+def test_a_session_compressed_twice_leaves_its_grandchild_under_the_first_name(tmp_path):
+    """The file name was never moved on: after a second compression session_<first>.json held the
+    grandchild. Its messages were stored again in the first session (9 copies of messages already
+    stored in the grandchild)."""
+    from hermes_state_tools import SessionDB
+
+    grandchild = "20260310_110000_a7b8c9"
+    db_path = tmp_path / "state.db"
+    db = SessionDB(db_path)
+    chain = [(PARENT, None, ["Refactor the parser", "On it."]), (CHILD, PARENT, [SUMMARY, "Step 2 done."]),
+             (grandchild, CHILD, [SUMMARY + " Step 2 too.", "Now step 3", "Step 3 done."])]
+    for sid, parent, texts in chain:
+        db.create_session(sid, "cli", parent_session_id=parent)
+        for n, text in enumerate(texts):
+            db.append_message(sid, "assistant" if n % 2 else "user", text)
+        if sid != grandchild:
+            db.end_session(sid, "compression")
+    db.close()
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    messages = [{"role": "assistant" if n % 2 else "user", "content": t} for n, t in enumerate(chain[2][2])]
+    (folder / f"session_{PARENT}.json").write_text(json.dumps(
+        {"session_id": grandchild, "session_start": "2026-03-10T08:00:00", "messages": messages}))
+    code, doc = import_json(db_path, folder, options=["--tz", "UTC"])
+    assert code == 0, doc["problems"]
+    assert (doc["messages_imported"], doc["messages_skipped_duplicate"]) == (0, 3)
+    assert "compression_child" in [p["kind"] for p in doc["problems"]]
+    counts = query(db_path, "SELECT session_id, COUNT(*) AS n FROM messages GROUP BY session_id ORDER BY session_id")
+    assert [(r["session_id"], r["n"]) for r in counts] == [(PARENT, 2), (CHILD, 2), (grandchild, 3)]
+
+
+def test_a_parent_chain_that_loops_leaves_the_file_name_deciding(tmp_path):
+    from hermes_state_tools.ingest.units import _descends_from
+
+    assert _descends_from("c", "a", {"c": "b", "b": "a"})
+    assert not _descends_from("c", "x", {"c": "b", "b": "c"})
+    assert not _descends_from("a", "a", {"a": "a"})

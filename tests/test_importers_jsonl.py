@@ -217,6 +217,37 @@ def test_a_repeat_of_the_raw_prefix_after_an_earlier_repeat_is_dropped(tmp_path)
     assert (notice.line, again.line, session.duplicates_skipped) == (3, 6, 7)
 
 
+
+def test_history_re_appended_with_the_turns_time_is_dropped(tmp_path):
+    """Before Hermes PR #395 (March 2026) the gateway re-appended the whole history when its agent
+    returned no more messages than the history it loaded (two session_meta lines), stamping every
+    copy with the turn's time (`{**msg, "timestamp": ts}`): the copies were stored again."""
+    def turn(n: int, at: str) -> list[dict]:
+        return [{"role": "user", "content": f"q{n}", "timestamp": at},
+                {"role": "assistant", "content": f"a{n}", "timestamp": at}]
+
+    meta = {"role": "session_meta", "model": "m", "platform": "telegram"}
+    copy = [{**m, "timestamp": "2026-03-01T09:02:00"} for m in turn(0, "") + turn(1, "")]
+    path = write(tmp_path, [meta, meta, *turn(0, "2026-03-01T09:00:00"), *turn(1, "2026-03-01T09:01:00"),
+                            *copy, *turn(2, "2026-03-01T09:02:00")])
+    *notices, session = list(read_jsonl(path, "s"))
+    assert [m.content for m in session.messages] == ["q0", "a0", "q1", "a1", "q2", "a2"]
+    assert [(p.kind, p.line) for p in notices] == [("duplicate_block", 7)]
+    assert session.duplicates_skipped == 4
+
+
+def test_an_exchange_said_again_in_a_turn_of_its_own_is_real(tmp_path):
+    """One time for all copies is the bug's mark only when the turn goes on after them: a user who
+    says "hi" again and gets the same answer wrote a turn of its own."""
+    records = [{"role": "user", "content": "hi", "timestamp": "2026-03-01T09:00:00"},
+               {"role": "assistant", "content": "Hello!", "timestamp": "2026-03-01T09:00:00"},
+               {"role": "user", "content": "hi", "timestamp": "2026-03-01T09:05:00"},
+               {"role": "assistant", "content": "Hello!", "timestamp": "2026-03-01T09:05:00"},
+               {"role": "user", "content": "bye", "timestamp": "2026-03-01T09:09:00"}]
+    [session] = list(read_jsonl(write(tmp_path, records), "s"))
+    assert [m.content for m in session.messages] == ["hi", "Hello!", "hi", "Hello!", "bye"]
+
+
 _SPECIAL = st.sampled_from(["你好世界", "🙂👍🏽", "\x00\x1b\r\n\u2028", ""])
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=30) | _SPECIAL
 _FUNCTION = st.fixed_dictionaries({"name": st.text(min_size=1, max_size=8), "arguments": st.just('{"a": 1}')})
@@ -262,3 +293,17 @@ def test_garbage_never_raises(tmp_path_factory, lines):
     records = list(read_jsonl(path, "g"))
     assert all(isinstance(r, (LegacySession, Problem)) for r in records)
     assert sum(isinstance(r, LegacySession) for r in records) == 1
+
+
+def test_the_repeated_hour_when_summer_time_ends_reads_in_file_order(tmp_path):
+    """Naive local times of the night the clocks go back: 02:05 after 02:55 is the second 02:05
+    (CET), an hour after the first reading; it was stored as the first (CEST), an hour early."""
+    from zoneinfo import ZoneInfo
+
+    stamps = ["2026-10-25T02:40:00", "2026-10-25T02:55:00", "2026-10-25T02:05:00", "2026-10-25T02:20:00"]
+    records = [{"role": "user", "content": f"q{n}", "timestamp": t} for n, t in enumerate(stamps)]
+    records += [{"role": "user", "content": "aware", "timestamp": "2026-10-25T00:10:00+00:00"},
+                {"role": "user", "content": "epoch", "timestamp": 1792887000.0}]
+    [session] = list(read_jsonl(write(tmp_path, records), "s", tz=ZoneInfo("Europe/Berlin")))
+    utc = [datetime.fromtimestamp(m.timestamp, timezone.utc).strftime("%H:%M") for m in session.messages]
+    assert utc == ["00:40", "00:55", "01:05", "01:20", "00:10", "00:10"]  # times that name one moment stay

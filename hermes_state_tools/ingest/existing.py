@@ -25,6 +25,9 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
         return None
     present = table_columns(conn, "messages")
     enriched = [c for c in ENRICHED_COLUMNS if c in present]
+    # A dry run reads a file at an older schema: the upgrade the real run makes first adds these
+    # columns empty, so the real run fills them; planning them as filled would predict less.
+    absent = frozenset(c for c in ENRICHED_COLUMNS if c not in present)
     cursor = conn.execute(
         f"SELECT id, role, content, tool_call_id, tool_calls, timestamp{''.join(', ' + c for c in enriched)} "
         "FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
@@ -37,7 +40,7 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
             foreign.append(m[0])
             continue
         calls = jsonutil.loads_or_raw(m[4]) if m[4] else None
-        missing = frozenset(c for c, v in zip(enriched, m[6:], strict=True) if v is None or v == "")
+        missing = absent | {c for c, v in zip(enriched, m[6:], strict=True) if v is None or v == ""}
         if isinstance(m[2], str) and not m[2].startswith(jsonutil.MULTIMODAL_PREFIX):
             missing |= {PARTS_KEY}  # stored as text: a copy's list of parts (its images) is kept beside it
         messages.append(ExistingMessage(m[0], m[1], None, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),

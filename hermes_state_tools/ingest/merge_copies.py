@@ -334,15 +334,16 @@ def _call_names(slots: list[_Slot]) -> dict[str, str]:
     return names
 
 
-def _enrichments(slots: list[_Slot]) -> list[Enrichment]:
-    """The stored rows the copies add to; a stored tool row without a name gets its call's name."""
+def _enrichments(slots: list[_Slot], name_tools: bool) -> list[Enrichment]:
+    """The stored rows the copies add to; with `name_tools`, a stored tool row without a name gets
+    its call's name."""
     names: dict[str, str] | None = None
     out = []
     for slot in slots:
         stored = slot.stored
         if stored is None:
             continue
-        if stored.role == "tool" and "tool_name" in stored.missing and "tool_name" not in slot.fill:
+        if name_tools and stored.role == "tool" and "tool_name" in stored.missing and "tool_name" not in slot.fill:
             names = _call_names(slots) if names is None else names
             if stored.tool_call_id in names:
                 slot.fill["tool_name"] = names[stored.tool_call_id]
@@ -359,6 +360,9 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     start_hint = _first(copies, "started_at")
     times = _timestamps(slots, (start_hint, end_hint), start_hint or fallback_start)
     retimed = _keep_order(slots, times)
+    # An export (or another database) holds its rows as they were, a tool row without a name too,
+    # and is imported so; naming its tool rows on the next run would change what it stored.
+    name_tools = any(c.kind != "export" for c in copies)
     inserts = [(s.message, t, i) for i, (s, t) in enumerate(zip(slots, times, strict=True)) if s.message is not None]
     assert all(t is not None for _, t, _ in inserts)
     all_times = [t if s.message is not None else s.timestamp for s, t in zip(slots, times, strict=True)]
@@ -369,5 +373,5 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     return SessionPlan(
         session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
         inserts=[(m, float(t), i) for m, t, i in inserts if t is not None], retimed=retimed, duplicates=duplicates,
-        enrich=_enrichments(slots), foreign_ids=existing.foreign_ids if existing else (),
+        enrich=_enrichments(slots, name_tools), foreign_ids=existing.foreign_ids if existing else (),
     )

@@ -79,12 +79,26 @@ def parent_links(conn: sqlite3.Connection | None) -> dict[str, str]:
     return dict(conn.execute("SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL"))
 
 
+def _descends_from(session_id: str, ancestor: str, parents: dict[str, str]) -> bool:
+    """Whether `ancestor` is on `session_id`'s parent chain (a chain that loops ends the walk)."""
+    seen = {session_id}
+    parent = parents.get(session_id)
+    while parent is not None and parent not in seen:
+        if parent == ancestor:
+            return True
+        seen.add(parent)
+        parent = parents.get(parent)
+    return False
+
+
 def _as_child(record: LegacySession, parents: dict[str, str]) -> tuple[LegacySession, Problem | None]:
     """Between late February and late March 2026, after compression split a session, the snapshot of
-    the child's conversation went to session_<parent id>.json with the child's id inside. When the id
-    inside is a child of the file's session, the copy is the child's."""
+    the child's conversation went to session_<parent id>.json with the child's id inside. The file's
+    name was never moved on, so a session compressed twice left its grandchild there: when the id
+    inside descends from the file's session, the copy is that descendant's."""
     inner = record.extra.get("snapshot_session_id")
-    if record.kind != "snapshot" or not isinstance(inner, str) or parents.get(inner) != record.session_id:
+    if record.kind != "snapshot" or not isinstance(inner, str) or not _descends_from(inner, record.session_id,
+                                                                                      parents):
         return record, None
     extra = {k: v for k, v in record.extra.items() if k != "snapshot_session_id"}
     extra["snapshot_file_session_id"] = record.session_id
