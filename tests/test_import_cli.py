@@ -129,8 +129,15 @@ def test_empty_transcript_with_an_index_entry_is_only_a_notice(tmp_path, db_path
         shutil.copy(HOME_SESSIONS / name, folder / name)
     code, doc = import_json(db_path, folder)
     assert code == 0
-    assert [(p["line"], p["kind"]) for p in doc["problems"]] == [(None, "empty_file")]
-    assert counts(doc) == (1, 0, 0, 0, 2)  # the index's other entries name no transcript here
+    # The index's other entries name no transcript here: each is said, none becomes a session.
+    index = json.loads((folder / "sessions.json").read_text())
+    others = sorted(e["session_id"] for e in index.values() if isinstance(e, dict)
+                    and e["session_id"] != "20260401_090000_deadbeef")
+    assert [(p["line"], p["kind"]) for p in doc["problems"] if p["kind"] != "index_only"] == [(None, "empty_file")]
+    listed = [p for p in doc["problems"] if p["kind"] == "index_only"]
+    assert sorted(p["detail"].split("session ")[1].split(",")[0] for p in listed) == others
+    assert {p["file"] for p in listed} == {str(folder / "sessions.json")}
+    assert counts(doc) == (1, 0, 0, 0, 2)
     assert list(sessions(db_path)) == ["20260401_090000_deadbeef"]
 
 

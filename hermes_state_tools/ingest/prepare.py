@@ -157,9 +157,14 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
 
 
 def left_out(unit: Unit) -> Problem | None:
-    """Why prepare() made nothing of a unit a file held. An index entry alone says nothing, nor does
-    a 0-byte file (its reader said so already)."""
-    if not unit.files or _empty(unit.files[0]):
+    """Why prepare() made nothing of a unit: an index entry that no transcript read here belongs to,
+    or a file of no messages (a 0-byte file says nothing more: its reader said so already)."""
+    if not unit.files:
+        entry = unit.index_entry
+        return None if entry is None else Problem(entry.file, None, "index_only", (
+            f"the index lists session {unit.session_id}, but no transcript of it was read here; nothing was "
+            "made of its entry (name the folder or file that holds the transcript to import it)"))
+    if _empty(unit.files[0]):
         return None
     return Problem(unit.files[0], None, "no_messages", f"session {unit.session_id} holds no messages and no index "
                    "entry describes it; no session was made from it")
