@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.connection import is_corrupt
+from hermes_state_tools.core.connection import is_corrupt, is_io_error
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
@@ -229,7 +229,9 @@ def _write_messages(dest: sqlite3.Connection, read: _Read, report: SalvageReport
         try:
             _insert(dest, "messages", row)
             report.messages_recovered += 1
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if is_io_error(exc) or not dest.in_transaction:
+                raise  # a full disk is no fault of the row, and SQLite has rolled the whole build back
             report.rows_rejected += 1
     report.messages_lost_ranges = list(read.messages.lost)
     report.messages_lost = sum(b - a + 1 for a, b in read.messages.lost)
