@@ -405,3 +405,42 @@ def test_a_cut_short_file_is_missing_only_the_pages_its_wal_does_not_hold(tmp_pa
     shutil.copyfile(tmp_path / "saved-wal", f"{path}-wal")
     missing = page_scan.pages_missing(path)
     assert (missing == 0) if covered else (0 < missing < pages)
+
+
+def _with_newer_columns(pristine: Path, tmp_path: Path, version: int) -> Path:
+    """Columns (and a table) a later Hermes added, holding values; the version it recorded."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE sessions ADD COLUMN workspace TEXT NOT NULL DEFAULT 'home'")
+        conn.execute("ALTER TABLE messages ADD COLUMN attachments TEXT")
+        conn.execute("UPDATE messages SET attachments = '[\"a.png\"]' WHERE id % 7 = 0")
+        conn.execute("UPDATE schema_version SET version = ?", (version,))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+def test_recover_of_a_newer_schema_names_the_columns_it_cannot_keep(pristine, tmp_path):
+    # It said "everything came back" (exit 0) into a v6 file without the newer columns' values.
+    path = _with_newer_columns(pristine, tmp_path, 30)
+    before = sha256(path)
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert (code, doc["complete"]) == (1, False) and sha256(path) == before
+    assert doc["columns_not_kept"] == ["sessions.workspace", "messages.attachments"]
+    assert rows(tmp_path / "out.db", ALL_MESSAGES) == rows(path, ALL_MESSAGES)
+    assert doc["schema_newer"] is True
+    done = cli("--db", path, "recover", tmp_path / "again.db", "--no-progress")
+    assert "attachments" in done.output and "schema version 30 is newer" in done.output
+
+
+def test_repair_never_rebuilds_away_columns_another_tool_added(pristine, tmp_path):
+    # A v6 file with a column another tool added and a destroyed index: the rebuild swapped in a file
+    # without that column (its values only in the .pre-repair copy), exit 0.
+    path = _with_newer_columns(pristine, tmp_path, 6)
+    destroy_btree(path, "idx_messages_session")
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "repair")
+    assert code == 65 and "messages.attachments" in doc["error"]
+    assert sha256(path) == before and listing(tmp_path) == files
