@@ -4,6 +4,7 @@ into damage (65, bytes unchanged), `repair` rebuilds around derived damage, `rec
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sqlite3
 from pathlib import Path
@@ -248,24 +249,31 @@ def test_recover_sees_the_rows_still_in_a_wal(pristine, tmp_path):
 
 
 def _unreadable(pristine: Path, tmp_path: Path, how: str) -> Path:
-    """Files SQLite cannot open at all: page 1 overwritten after the header, or the file cut in half."""
+    """Files SQLite cannot open at all: page 1 overwritten after the header, its header destroyed
+    (the first 100 bytes, or the whole first page), or the file cut in half."""
     data = pristine.read_bytes()
     path = tmp_path / "state.db"
     if how == "page1":
         path.write_bytes(data[:100] + bytes(range(256)) * 15 + data[100 + 256 * 15:])
+    elif how in ("header", "whole_page1"):
+        garbage = bytes(random.Random(5).getrandbits(8) for _ in range(100 if how == "header" else 4096))
+        path.write_bytes(garbage + data[len(garbage):])
     else:
         path.write_bytes(data[:len(data) // 2])
     return path
 
 
-@pytest.mark.parametrize("how", ["page1", "truncated"])
+@pytest.mark.parametrize("how", ["page1", "header", "whole_page1", "truncated"])
 def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pages(pristine, tmp_path, how):
+    # A destroyed header was "not an SQLite database" (exit 2) to every command, recover included,
+    # although every other page of the file still held its rows.
     path = _unreadable(pristine, tmp_path, how)
     before, files = sha256(path), listing(tmp_path)
     code, doc = cli_json("--db", path, "check")
     assert code == 1 and [(p["object"], p["data"]) for p in doc["problems"]] == [("sqlite_master", "canonical")]
-    for command in ("vacuum", "upgrade", "repair", "maintain"):
-        assert cli("--db", path, command, "--no-progress").exit_code == 65
+    for command in ("vacuum", "upgrade", "repair", "maintain", "status", "backup"):
+        extra = [tmp_path / "copy.db"] if command == "backup" else []
+        assert cli("--db", path, command, *extra, "--no-progress").exit_code == 65
     assert sha256(path) == before and listing(tmp_path) == files
     dest = tmp_path / "recovered.db"
     code, doc = cli_json("--db", path, "recover", dest)
@@ -273,7 +281,7 @@ def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pag
     original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
     back = rows(dest, ALL_MESSAGES)
     assert all(original[r[0]] == r for r in back) and check_file(dest) == []
-    if how == "page1":  # only the schema page is gone: every row is still on its leaf page
+    if how != "truncated":  # only the schema page is gone: every row is still on its leaf page
         assert (code, len(back)) == (0, len(original))
     else:
         assert code == 1 and len(back) >= 0.4 * len(original)
@@ -488,3 +496,20 @@ def test_recover_reads_around_a_valid_page_written_in_the_wrong_place(pristine, 
     assert all(original[i] == row for i, row in back.items())
     assert {i: r for i, r in seekable.items() if r == original.get(i)}.keys() <= back.keys()
     assert (code, doc["complete"], doc["messages_lost"]) == (1, False, len(original) - len(back))
+
+
+@pytest.mark.parametrize("content", ["zeros", "random", "jsonl", "python"])
+def test_a_file_that_never_was_sqlite_is_still_not_a_database(tmp_path, content):
+    # The pages of a file whose header is destroyed are told by their b-tree headers; other files of
+    # whole pages are not taken for them.
+    path = tmp_path / "state.db"
+    rnd = random.Random(3)
+    data = {"zeros": bytes(64 * 4096), "random": bytes(rnd.getrandbits(8) for _ in range(64 * 4096)),
+            "jsonl": b'{"role": "user", "content": "hello", "timestamp": 1.0}\n' * 4096,
+            "python": Path(page_scan.__file__).read_bytes() * 8}[content]
+    path.write_bytes(data[:len(data) // 4096 * 4096])
+    for command in ("check", "recover"):
+        extra = [tmp_path / "out.db"] if command == "recover" else []
+        result = cli("--db", path, command, *extra, "--no-progress")
+        assert result.exit_code == 2 and "not an SQLite database" in result.output
+    assert listing(tmp_path) == ["state.db"]

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.connection import is_corrupt, is_io_error
+from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
@@ -358,7 +358,7 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
         src = _open_source(source, workdir)
         table_info(src.conn, "sessions")
     except sqlite3.DatabaseError as exc:
-        if exact or not is_corrupt(exc):
+        if exact or not (is_corrupt(exc) or not looks_like_sqlite(source)):  # corrupt, or no header at all
             raise
         return _rebuild_from_pages(source, tmp, report)
     try:
