@@ -4,6 +4,7 @@ into damage (65, bytes unchanged), `repair` rebuilds around derived damage, `rec
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sqlite3
 from pathlib import Path
@@ -17,6 +18,7 @@ from page_damage import (
     DERIVED_KINDS,
     KINDS,
     PAGE_KINDS,
+    btree_pages,
     build_db,
     damage,
     destroy_btree,
@@ -247,24 +249,31 @@ def test_recover_sees_the_rows_still_in_a_wal(pristine, tmp_path):
 
 
 def _unreadable(pristine: Path, tmp_path: Path, how: str) -> Path:
-    """Files SQLite cannot open at all: page 1 overwritten after the header, or the file cut in half."""
+    """Files SQLite cannot open at all: page 1 overwritten after the header, its header destroyed
+    (the first 100 bytes, or the whole first page), or the file cut in half."""
     data = pristine.read_bytes()
     path = tmp_path / "state.db"
     if how == "page1":
         path.write_bytes(data[:100] + bytes(range(256)) * 15 + data[100 + 256 * 15:])
+    elif how in ("header", "whole_page1"):
+        garbage = bytes(random.Random(5).getrandbits(8) for _ in range(100 if how == "header" else 4096))
+        path.write_bytes(garbage + data[len(garbage):])
     else:
         path.write_bytes(data[:len(data) // 2])
     return path
 
 
-@pytest.mark.parametrize("how", ["page1", "truncated"])
+@pytest.mark.parametrize("how", ["page1", "header", "whole_page1", "truncated"])
 def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pages(pristine, tmp_path, how):
+    # A destroyed header was "not an SQLite database" (exit 2) to every command, recover included,
+    # although every other page of the file still held its rows.
     path = _unreadable(pristine, tmp_path, how)
     before, files = sha256(path), listing(tmp_path)
     code, doc = cli_json("--db", path, "check")
     assert code == 1 and [(p["object"], p["data"]) for p in doc["problems"]] == [("sqlite_master", "canonical")]
-    for command in ("vacuum", "upgrade", "repair", "maintain"):
-        assert cli("--db", path, command, "--no-progress").exit_code == 65
+    for command in ("vacuum", "upgrade", "repair", "maintain", "status", "backup"):
+        extra = [tmp_path / "copy.db"] if command == "backup" else []
+        assert cli("--db", path, command, *extra, "--no-progress").exit_code == 65
     assert sha256(path) == before and listing(tmp_path) == files
     dest = tmp_path / "recovered.db"
     code, doc = cli_json("--db", path, "recover", dest)
@@ -272,7 +281,7 @@ def test_a_file_sqlite_cannot_open_is_checked_refused_and_recovered_from_its_pag
     original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}
     back = rows(dest, ALL_MESSAGES)
     assert all(original[r[0]] == r for r in back) and check_file(dest) == []
-    if how == "page1":  # only the schema page is gone: every row is still on its leaf page
+    if how != "truncated":  # only the schema page is gone: every row is still on its leaf page
         assert (code, len(back)) == (0, len(original))
     else:
         assert code == 1 and len(back) >= 0.4 * len(original)
@@ -405,3 +414,102 @@ def test_a_cut_short_file_is_missing_only_the_pages_its_wal_does_not_hold(tmp_pa
     shutil.copyfile(tmp_path / "saved-wal", f"{path}-wal")
     missing = page_scan.pages_missing(path)
     assert (missing == 0) if covered else (0 < missing < pages)
+
+
+def _with_newer_columns(pristine: Path, tmp_path: Path, version: int) -> Path:
+    """Columns (and a table) a later Hermes added, holding values; the version it recorded."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE sessions ADD COLUMN workspace TEXT NOT NULL DEFAULT 'home'")
+        conn.execute("ALTER TABLE messages ADD COLUMN attachments TEXT")
+        conn.execute("UPDATE messages SET attachments = '[\"a.png\"]' WHERE id % 7 = 0")
+        conn.execute("UPDATE schema_version SET version = ?", (version,))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+def test_recover_of_a_newer_schema_names_the_columns_it_cannot_keep(pristine, tmp_path):
+    # It said "everything came back" (exit 0) into a v6 file without the newer columns' values.
+    path = _with_newer_columns(pristine, tmp_path, 30)
+    before = sha256(path)
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert (code, doc["complete"]) == (1, False) and sha256(path) == before
+    assert doc["columns_not_kept"] == ["sessions.workspace", "messages.attachments"]
+    assert rows(tmp_path / "out.db", ALL_MESSAGES) == rows(path, ALL_MESSAGES)
+    assert doc["schema_newer"] is True
+    done = cli("--db", path, "recover", tmp_path / "again.db", "--no-progress")
+    assert "attachments" in done.output and "schema version 30 is newer" in done.output
+
+
+def test_repair_never_rebuilds_away_columns_another_tool_added(pristine, tmp_path):
+    # A v6 file with a column another tool added and a destroyed index: the rebuild swapped in a file
+    # without that column (its values only in the .pre-repair copy), exit 0.
+    path = _with_newer_columns(pristine, tmp_path, 6)
+    destroy_btree(path, "idx_messages_session")
+    before, files = sha256(path), listing(tmp_path)
+    code, doc = cli_json("--db", path, "repair")
+    assert code == 65 and "messages.attachments" in doc["error"]
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
+def _misdirect(path: Path, victim: str, source: str) -> None:
+    """A valid page written where another belongs: a leaf of `victim` overwritten by a copy of a
+    leaf of `source` far from it (a misdirected write, a stale page put back)."""
+    pages = {name: [p for p, kind in found if kind == "leaf"] for name, found in btree_pages(path).items()}
+    target, copied = pages[victim][len(pages[victim]) * 3 // 4], pages[source][len(pages[source]) // 4]
+    data = path.read_bytes()
+    size = int.from_bytes(data[16:18], "big")
+    with open(path, "r+b") as handle:
+        handle.seek((target - 1) * size)
+        handle.write(data[(copied - 1) * size:copied * size])
+
+
+def _seekable(path: Path) -> dict[int, tuple[object, ...]]:
+    """Every message `rowid = ?` still finds: what a careful salvage by SQL gets back."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    found = {}
+    try:
+        top = conn.execute("SELECT MAX(rowid) FROM messages INDEXED BY idx_messages_session").fetchone()[0]
+        for rowid in range(1, top + 1):
+            row = conn.execute(ALL_MESSAGES.replace(" ORDER BY id", " WHERE rowid = ?"), (rowid,)).fetchone()
+            if row:
+                found[rowid] = row
+    finally:
+        conn.close()
+    return found
+
+
+@pytest.mark.parametrize("source", ["messages", "sessions"])
+def test_recover_reads_around_a_valid_page_written_in_the_wrong_place(pristine, tmp_path, source):
+    # The range scan walked into the misplaced page and stopped there without an error: the rest of
+    # its range was skipped unreported ("everything came back", exit 0, counters recounted to the
+    # loss), or the misplaced page's rows replaced the real rows of the same rowids.
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    _misdirect(path, "messages", source)
+    original, seekable = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}, _seekable(path)
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    back = {r[0]: r for r in rows(tmp_path / "out.db", ALL_MESSAGES)}
+    assert all(original[i] == row for i, row in back.items())
+    assert {i: r for i, r in seekable.items() if r == original.get(i)}.keys() <= back.keys()
+    assert (code, doc["complete"], doc["messages_lost"]) == (1, False, len(original) - len(back))
+
+
+@pytest.mark.parametrize("content", ["zeros", "random", "jsonl", "python"])
+def test_a_file_that_never_was_sqlite_is_still_not_a_database(tmp_path, content):
+    # The pages of a file whose header is destroyed are told by their b-tree headers; other files of
+    # whole pages are not taken for them.
+    path = tmp_path / "state.db"
+    rnd = random.Random(3)
+    data = {"zeros": bytes(64 * 4096), "random": bytes(rnd.getrandbits(8) for _ in range(64 * 4096)),
+            "jsonl": b'{"role": "user", "content": "hello", "timestamp": 1.0}\n' * 4096,
+            "python": Path(page_scan.__file__).read_bytes() * 8}[content]
+    path.write_bytes(data[:len(data) // 4096 * 4096])
+    for command in ("check", "recover"):
+        extra = [tmp_path / "out.db"] if command == "recover" else []
+        result = cli("--db", path, command, *extra, "--no-progress")
+        assert result.exit_code == 2 and "not an SQLite database" in result.output
+    assert listing(tmp_path) == ["state.db"]

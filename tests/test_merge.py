@@ -155,3 +155,20 @@ def test_merging_into_an_older_schema_backs_it_up_first_and_a_dry_run_says_so(tm
     assert code == 0 and Path(real["backup"]).name.startswith("v5.db.bak-")
     assert query(Path(real["backup"]), "SELECT MAX(version) AS v FROM schema_version") == [{"v": 5}]
     assert query(ours, "SELECT MAX(version) AS v FROM schema_version") == [{"v": 6}]
+
+
+@pytest.mark.parametrize("kind", ["messages", "sessions"])
+def test_a_damaged_other_is_65_naming_other_and_never_this_database(tmp_path, kind):
+    # A destroyed page of OTHER's messages met while reading it was reported as
+    # '<this db>: database disk image is malformed': the wrong file to check and recover.
+    from page_damage import build_db, destroy_btree, sha256
+
+    other = build_db(tmp_path / "other.db", sessions=60, per_session=10)
+    destroy_btree(other, kind, "interior")
+    ours = store(tmp_path / "state.db", {"mine": [("user", "hello")]})
+    before, other_before = file_digests(ours), sha256(other)
+    for options in ((), ("--dry-run",)):
+        code, doc = merge_json(ours, other, *options)
+        assert code == 65 and f"{other}: the database is damaged" in doc["error"], doc
+        assert sha256(other) == other_before
+    assert file_digests(ours) == before

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from damage import build_healthy, cli, cli_json
-from page_damage import build_db, listing, sha256
+from page_damage import build_db, destroy_btree, listing, sha256
 from schema_fixtures import load_fixture
 
 from hermes_state_tools.core import sqlite_info
@@ -162,10 +162,20 @@ def test_the_sqlite_version_is_reported_with_a_note_inside_the_wal_reset_range(t
 @pytest.fixture
 def small_disk() -> Iterator[Path]:
     """A 3 MiB tmpfs (root only; skipped otherwise)."""
+    yield from _tmpfs("3m")
+
+
+@pytest.fixture
+def disk_12m() -> Iterator[Path]:
+    """A 12 MiB tmpfs: room for a file bigger than SQLite's page cache and its rebuilt copy."""
+    yield from _tmpfs("12m")
+
+
+def _tmpfs(size: str) -> Iterator[Path]:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root")
     mount = Path(tempfile.mkdtemp(prefix="hermes-state-full-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
     if done.returncode != 0:
         mount.rmdir()
         pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
@@ -206,6 +216,32 @@ def test_a_full_disk_is_exit_74_nothing_half_written_and_the_rerun_completes(sma
     assert run("--db", small_disk / "copy.db", "check").returncode == 0
     assert run("--db", path, "vacuum").returncode == 0
     assert listing(small_disk) == ["copy.db", "state.db"]
+
+
+def _fill_leaving(folder: Path, spare: int) -> Path:
+    filler = folder / "filler"
+    filler.unlink(missing_ok=True)
+    with open(filler, "wb") as handle:
+        handle.write(b"\0" * max(0, shutil.disk_usage(folder).free - spare))
+    return filler
+
+
+@pytest.mark.parametrize("command", ["repair", "recover"])
+def test_a_disk_that_fills_while_a_damaged_file_is_rebuilt_is_exit_74(disk_12m, command):
+    # The rebuild took a full disk under one message's insert (the file outgrew the page cache) for
+    # a bad row: it counted the row rejected, SQLite had rolled the whole build back, and the
+    # COMMIT exited 70.
+    path = build_db(disk_12m / "state.db", sessions=400, per_session=15, size=300)
+    destroy_btree(path, "idx_messages_session")
+    before, args = sha256(path), [command] + ([disk_12m / "out.db"] if command == "recover" else [])
+    for spare in (300_000, 1_500_000):
+        filler = _fill_leaving(disk_12m, spare)
+        result = run("--db", path, *args, "--no-progress")
+        filler.unlink()
+        assert result.returncode == 74, (spare, result.stderr)
+        assert len(result.stderr.splitlines()) == 1 and "full" in result.stderr
+        assert sha256(path) == before and listing(disk_12m) == ["state.db"]
+    assert run("--db", path, *args, "--no-progress").returncode == 0
 
 
 def test_a_hot_rollback_journal_is_rolled_back_on_a_copy_by_read_commands(tmp_path):

@@ -38,6 +38,9 @@ def _human_recover(doc: dict[str, Any]) -> str:
         lines.append(f"{doc['rows_from_page_scan']:,} rows read from pages the damaged b-tree no longer reached")
     if doc["other_tables_lost"]:
         lines.append(f"tables that could not be read: {', '.join(doc['other_tables_lost'])}")
+    if doc["columns_not_kept"]:
+        lines.append(f"columns a schema-6 file has no place for, their values not in {doc['path']}: "
+                     f"{', '.join(doc['columns_not_kept'])}")
     if doc["pages_missing"]:
         lines.append(f"the file ends {doc['pages_missing']:,} pages before the end its header gives (cut short): "
                      "what those pages held is lost, and cannot be counted")

@@ -21,11 +21,22 @@ from hermes_state_tools.ingest.other_db import read_session, session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
 from hermes_state_tools.ingest.units import ReadLog, Unit
 from hermes_state_tools.ingest.writer import restore_parent_links
-from hermes_state_tools.store.opening import open_read_connection, open_readonly
+from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly
+
+
+@contextlib.contextmanager
+def _reading_other(file: str) -> Iterator[None]:
+    """An error met reading OTHER names OTHER: a damaged page there was reported as damage of this
+    database ('<db>: database disk image is malformed'), pointing at the wrong file to recover."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise map_open_error(Path(file), exc) from exc
 
 
 def _unit(other: sqlite3.Connection, session_id: str, file: str, log: ReadLog) -> Unit | None:
-    session, problems = read_session(other, session_id, file)
+    with _reading_other(file):
+        session, problems = read_session(other, session_id, file)
     log.problems += problems
     if session is None:
         return None
@@ -38,7 +49,9 @@ def _start(session: LegacySession) -> float:
 
 
 def _units(other: sqlite3.Connection, file: str, log: ReadLog) -> Iterator[Unit]:
-    for session_id in session_ids(other):
+    with _reading_other(file):
+        ids = session_ids(other)
+    for session_id in ids:
         log.files_read = 1
         unit = _unit(other, session_id, file, log)
         if unit is not None:

@@ -323,7 +323,10 @@ class CheckReport:
 def check_report(path: Path, quick: bool = False, progress: Steps | None = None) -> CheckReport:
     """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
     written and nothing is left beside it. A newer schema gets the file-level checks only."""
-    require_database_file(path)
+    try:
+        require_database_file(path)
+    except DamagedDatabaseError as exc:  # a destroyed header: SQLite cannot open it at all
+        return _unreadable(exc)
     report, again = _check_once(path, quick, progress)
     if again:  # a writer opened the file during an immutable look: what looked damaged is checked again
         report, _again = _check_once(path, quick, progress)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.file_header import page_size_of_pages
+
 Cell = tuple[int, int, list[Any]]  # (page number, rowid, values)
 _LEAF_TABLE = 0x0D
 
@@ -153,10 +155,13 @@ def scan_table_leaves(path: Path) -> list[Cell]:
             return []
         data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        page_size = int.from_bytes(data[16:18], "big")
+        header = data[:16] == b"SQLite format 3\x00"
+        page_size = int.from_bytes(data[16:18], "big") if header else page_size_of_pages(path) or 4096
         page_size = 65536 if page_size == 1 else page_size
-        usable, pages = page_size - data[20], len(data) // page_size
-        free = _freelist(data, page_size, usable, pages)
+        usable, pages = page_size - (data[20] if header else 0), len(data) // page_size
+        # a destroyed header's freelist pointer is garbage: no page is taken for free (stale copies
+        # of rows on free pages are told apart by candidates())
+        free = _freelist(data, page_size, usable, pages) if header else set()
         cells: list[Cell] = []
         for page in range(2, pages + 1):
             if page not in free and data[(page - 1) * page_size] == _LEAF_TABLE:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.paths import create_private_file
-from hermes_state_tools.errors import DatabaseInUseError
+from hermes_state_tools.errors import DamagedDatabaseError, DatabaseInUseError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
     dated_name,
@@ -52,7 +53,8 @@ def recover_file(source: Path, dest: Path) -> dict[str, Any]:
 
     `source` is only read (no -wal/-shm created); `dest` must not exist and appears only complete.
     """
-    require_database_file(source)
+    with contextlib.suppress(DamagedDatabaseError):  # a destroyed header: its pages are still read
+        require_database_file(source)
     require_new_destination(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     report, tmp = _rebuild(source, dest, "recover", exact=False)

@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.connection import is_corrupt
-from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema
+from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
+from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
-from hermes_state_tools.store.opening import ReadConnection, open_pages
+from hermes_state_tools.store.opening import ReadConnection, open_pages, refuse_newer
 from hermes_state_tools.tables import fts
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -50,6 +50,7 @@ class SalvageReport:
     counters_recounted: int = 0
     other_tables: list[str] = field(default_factory=list)
     other_tables_lost: list[str] = field(default_factory=list)
+    columns_not_kept: list[str] = field(default_factory=list)  # table.column a v6 file has no place for
     pages_missing: int = 0  # the file ends before the pages its header counts: what they held is lost
     schema_damage: str | None = None
     schema_unreadable: bool = False  # SQLite could not read the schema: rows came from the pages alone
@@ -60,7 +61,7 @@ class SalvageReport:
     def complete(self) -> bool:
         """Every canonical row came back as it was."""
         return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
-                    or self.other_tables_lost or self.titles_cleared or self.pages_missing)
+                    or self.other_tables_lost or self.titles_cleared or self.pages_missing or self.columns_not_kept)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -112,6 +113,15 @@ def _sequence(conn: sqlite3.Connection) -> int | None:
     return int(row[0]) if row and row[0] is not None else None
 
 
+def _warn_if_newer(source: Path, conn: sqlite3.Connection) -> None:
+    """A newer schema is read like every read command reads it: the one warning line (store/opening)."""
+    try:
+        version = read_version(conn)
+    except sqlite3.DatabaseError:
+        return  # a damaged version table: the rows are still read
+    refuse_newer(source, version, allow_newer=True)
+
+
 def _read_others(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[tuple[Any, ...]] | None]]:
     out = []
     for name, sql, index_sql in _other_tables(conn):
@@ -135,6 +145,13 @@ def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
               ("started_at", "idx_sessions_started"))}
     return _Read(read_table(conn, "sessions", s_cols), read_table(conn, "messages", m_cols), s_cols, m_cols,
                  known, _read_others(conn), _sequence(conn))
+
+
+def _columns_not_kept(conn: sqlite3.Connection, dest_columns: dict[str, list[str]]) -> list[str]:
+    """Columns of the source's sessions/messages that the v6 file lacks (added by a newer Hermes, or by
+    another tool): their values cannot come along, so the copy is not everything the source holds."""
+    return [f"{table}.{column}" for table, kept in dest_columns.items()
+            for column, _default in table_info(conn, table) if column not in kept]
 
 
 def _declared_default(decl: str) -> Any:
@@ -229,7 +246,9 @@ def _write_messages(dest: sqlite3.Connection, read: _Read, report: SalvageReport
         try:
             _insert(dest, "messages", row)
             report.messages_recovered += 1
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if is_io_error(exc) or not dest.in_transaction:
+                raise  # a full disk is no fault of the row, and SQLite has rolled the whole build back
             report.rows_rejected += 1
     report.messages_lost_ranges = list(read.messages.lost)
     report.messages_lost = sum(b - a + 1 for a, b in read.messages.lost)
@@ -339,15 +358,22 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
         src = _open_source(source, workdir)
         table_info(src.conn, "sessions")
     except sqlite3.DatabaseError as exc:
-        if exact or not is_corrupt(exc):
+        if exact or not (is_corrupt(exc) or not looks_like_sqlite(source)):  # corrupt, or no header at all
             raise
         return _rebuild_from_pages(source, tmp, report)
     try:
         report.schema_damage, report.used_wal_snapshot = src.conn.schema_damaged, src.snapshot_dir is not None
+        if not exact:
+            _warn_if_newer(source, src.conn)
         dest = sqlite3.connect(tmp, isolation_level=None)
         try:
             create_schema(dest)
-            read = _read_source(src, {t: _columns(dest, t) for t in ("sessions", "messages")})
+            dest_columns = {t: _columns(dest, t) for t in ("sessions", "messages")}
+            read = _read_source(src, dest_columns)
+            report.columns_not_kept = _columns_not_kept(src.conn, dest_columns)
+            if exact and report.columns_not_kept:
+                raise DamagedDatabaseError(source, "a rebuilt file would drop the columns "
+                                                   f"{', '.join(report.columns_not_kept)}: run `recover`")
             if not exact and (read.sessions.lost or read.messages.lost):
                 _from_pages(read, src, report)
             _build(dest, read, report, exact)

@@ -8,6 +8,7 @@ answers: the table's edges, sqlite_sequence, and the table's indexes.
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,13 @@ class _Reader:
         else:
             lost.append((first, last))
 
+    def seek_each(self, first: int, last: int) -> None:
+        """Every rowid of the range sought alone: a seek goes where the b-tree's interior pages send it,
+        never onto the misplaced page a range scan walks into (whose rows it would take for these)."""
+        for rowid in range(first, last + 1):
+            self.out.rows.pop(rowid, None)
+            self.visit(rowid, rowid)
+
     def visit(self, first: int, last: int) -> None:
         if first == last:
             try:
@@ -106,6 +114,9 @@ class _Reader:
         reached = first - 1
         try:
             for row in self.conn.execute(self.range_sql, (first, last)):  # row by row: keep what came first
+                if row[0] <= reached:  # out of order: a valid page of other rows stands where this range's were
+                    self.seek_each(first, last)
+                    return
                 self.keep(row)
                 reached = row[0]
             return
@@ -130,7 +141,40 @@ def read_table(conn: sqlite3.Connection, table: str, columns: list[str], chunk: 
             reader.keep(row)
     except sqlite3.DatabaseError:
         pass
+    _seek_what_indexes_know(reader, table)
     return reader.out
+
+
+def _seek_what_indexes_know(reader: _Reader, table: str) -> None:
+    """A leaf overwritten by a valid page of other rows (a misdirected write) raises nothing: the range
+    scan meets rowids past its end there and stops, silently skipping the rest of its range. Every
+    rowid an index still holds that was neither read nor already lost is sought alone; one that is
+    not found is lost."""
+    known: set[int] = set()
+    for index, where in indexes_of(reader.conn, table):
+        got = _try(reader.conn, f'SELECT rowid FROM "{table}" INDEXED BY "{index}"{where}')
+        known.update(row[0] for row in got or [])
+    lost = reader.out.lost
+    starts = [a for a, _b in lost]
+    missing = []
+    for rowid in sorted(known - reader.out.rows.keys()):
+        at = bisect.bisect_right(starts, rowid) - 1
+        if at < 0 or lost[at][1] < rowid:
+            missing.append(rowid)
+    for rowid in missing:
+        reader.visit(rowid, rowid)
+    if missing:
+        reader.out.lost = _merged([*lost, *((r, r) for r in missing if r not in reader.out.rows)])
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(last, out[-1][1]))
+        else:
+            out.append((first, last))
+    return out
 
 
 def index_values(conn: sqlite3.Connection, table: str, index: str, column: str) -> dict[int, Any]:

@@ -20,6 +20,7 @@ from hermes_state_tools.core.connection import (
     looks_like_sqlite,
     retry_on_lock,
 )
+from hermes_state_tools.core.file_header import page_size_of_pages
 from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
@@ -50,6 +51,8 @@ def require_database_file(path: Path) -> None:
     except OSError as exc:
         raise NotAHermesDatabaseError(f"{path}: cannot read ({exc.strerror})") from exc
     if not sqlite_header:
+        if page_size_of_pages(path):  # its pages are SQLite's: the header (page 1) was destroyed
+            raise DamagedDatabaseError(path, "the first page, with the SQLite header, is destroyed")
         raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
 
 
