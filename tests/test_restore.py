@@ -67,6 +67,15 @@ def test_a_damaged_or_newer_backup_is_refused_and_nothing_changes(tmp_path):
     assert (listing(tmp_path), sha256(db)) == before
 
 
+def test_restore_onto_a_file_a_newer_hermes_wrote_is_exit_3_and_changes_nothing(tmp_path):
+    _db, backup = _two(tmp_path)
+    newer = load_fixture("trap_version_7", tmp_path)
+    before = listing(tmp_path), sha256(newer)
+    result = cli("--db", newer, "restore", backup, "--yes")
+    assert result.exit_code == 3 and "newer" in result.output
+    assert (listing(tmp_path), sha256(newer)) == before
+
+
 def test_restore_onto_a_damaged_database_keeps_the_damaged_file(tmp_path):
     db, backup = _two(tmp_path)
     damage(db, "messages")
