@@ -271,3 +271,20 @@ def test_a_read_only_database_file_is_refused_in_one_line_and_stays_read_only(pu
         assert done.stderr.strip().count("\n") == 0 and "read-only" in done.stderr, done.stderr
     assert path.stat().st_mode & 0o200 == 0 and sha256(path) == before
     assert sorted(p.name for p in public_dir.iterdir()) == ["state.db"]
+
+
+@pytest.mark.skipif(_can_run_as_nobody() is not None, reason=str(_can_run_as_nobody()))
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_backup_into_a_folder_this_user_cannot_write_is_exit_2_naming_it(tmp_path, public_dir: Path, keep) -> None:
+    # It was exit 1 ("problems found") with the database named and Python's errno text.
+    source = build_healthy(public_dir / "state.db")
+    source.chmod(0o644)
+    locked = public_dir / "locked"
+    locked.mkdir(mode=0o555)
+    dest = locked if keep else locked / "copy.db"
+    done = run("--db", source, "backup", dest, *(["--keep", "1"] if keep else []), "--json", user=NOBODY)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "cannot write the backup there (Permission denied)" in line
+    assert line.startswith(f"hermes-state: {locked}/")
+    assert json.loads(done.stdout)["ok"] is False and list(locked.iterdir()) == []
