@@ -149,6 +149,9 @@ def test_db_may_come_after_the_command(store: Path) -> None:
     result = cli("status", "--db", store, "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["path"] == str(store)
     assert json.loads(cli("sessions", "list", "--json", "--db", store).stdout)["total"] == 3
+    # After `sessions` too: it was "No such option '--db'".
+    result = cli("sessions", "--db", store, "list", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["total"] == 3
 
 
 # -- search ----------------------------------------------------------------------------------------
