@@ -137,6 +137,18 @@ def test_a_newer_schema_is_read_by_every_read_command_with_one_warning(tmp_path)
     assert (listing(tmp_path), sha256(path)) == before
 
 
+def test_recover_of_a_newer_schema_says_it_keeps_only_the_v6_columns(tmp_path):
+    # It said "everything came back" with no word that the v6 file leaves the v7 columns behind.
+    path = load_fixture("trap_version_7", tmp_path)
+    before = sha256(path)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("--db", path, "recover", out / "v6.db", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 7" in result.stderr
+    assert json.loads(result.stdout)["schema_newer"] is True and sha256(path) == before
+
+
 @pytest.mark.parametrize("args", WRITING, ids=lambda a: str(a[0]))
 def test_a_newer_schema_is_never_written(tmp_path, args):
     path = load_fixture("trap_version_7", tmp_path)

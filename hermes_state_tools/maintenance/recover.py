@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.paths import create_private_file
-from hermes_state_tools.errors import DatabaseInUseError
+from hermes_state_tools.errors import DatabaseInUseError, HermesStateError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
     dated_name,
@@ -20,7 +20,7 @@ from hermes_state_tools.store.files import (
     swap_in,
     temp_beside,
 )
-from hermes_state_tools.store.opening import require_database_file
+from hermes_state_tools.store.opening import require_database_file, require_supported
 
 
 def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[SalvageReport, Path]:
@@ -47,6 +47,16 @@ def _to_wal(path: Path) -> None:
         conn.close()
 
 
+def _warn_if_newer(source: Path) -> None:
+    """A newer schema is read through its v6 columns, like every read command: said once (the CLI's
+    warning line and `schema_newer`), since the v6 file made from it holds only those columns. A
+    file too damaged to read its version is recovered without the look."""
+    try:
+        require_supported(source, allow_newer=True)
+    except (HermesStateError, sqlite3.Error):
+        pass
+
+
 def recover_file(source: Path, dest: Path) -> dict[str, Any]:
     """Salvage every readable session and message of `source` into a new verified v6 file at `dest`.
 
@@ -54,6 +64,7 @@ def recover_file(source: Path, dest: Path) -> dict[str, Any]:
     """
     require_database_file(source)
     require_new_destination(dest)
+    _warn_if_newer(source)
     dest.parent.mkdir(parents=True, exist_ok=True)
     report, tmp = _rebuild(source, dest, "recover", exact=False)
     try:
