@@ -63,6 +63,10 @@ class DestinationExistsError(BackupError):
     """The backup destination exists already; it is never overwritten."""
 
 
+class DestinationUnwritableError(BackupError):
+    """The destination's folder does not let this user create the file (permissions); nothing was left."""
+
+
 class UnsafeDestinationError(BackupError):
     """A file to write would destroy or be destroyed: the database itself, a name SQLite takes for
     one of a database's own files (`-wal`, `-shm`, `-journal`), or another database."""

@@ -2,7 +2,7 @@
 
 Deterministic: the same script always writes the same SQL text, so `--check` can prove the
 committed files in fixtures/schema/ are what this script makes. Each fixture is a plain-SQL
-dump (small, diffable); tests load them with `hermes_state_tools.sqldump.load_sql`.
+dump (small, diffable); tests load them with `hermes_state_tools.store.sqldump.load_sql`.
 
     python scripts/make_fixtures.py            # (re)write fixtures/schema/
     python scripts/make_fixtures.py --check    # exit 1 if the committed files differ

@@ -94,9 +94,11 @@ def test_a_real_datasette_server_has_the_search_box_and_filters(store: Path) -> 
     writer._conn.execute("PRAGMA wal_autocheckpoint=0")
     writer.append_message("20260520_090000_abad1dea", "user", "one more disk question")
     port = _free_port()
+    scratch = store.parent / "tmp"  # where browse keeps its metadata file while it serves
+    scratch.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "hermes_state_tools", "--db", str(store), "browse",
                              "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -127,3 +129,4 @@ def test_a_real_datasette_server_has_the_search_box_and_filters(store: Path) -> 
         os.killpg(proc.pid, signal.SIGTERM)  # browse and the Datasette it started
         proc.wait(timeout=30)
         writer.close()
+    assert list(scratch.iterdir()) == []  # a stopped browse removed its folder (it was left in $TMPDIR)

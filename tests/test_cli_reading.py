@@ -149,6 +149,9 @@ def test_db_may_come_after_the_command(store: Path) -> None:
     result = cli("status", "--db", store, "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["path"] == str(store)
     assert json.loads(cli("sessions", "list", "--json", "--db", store).stdout)["total"] == 3
+    # After `sessions` too: it was "No such option '--db'".
+    result = cli("sessions", "--db", store, "list", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["total"] == 3
 
 
 # -- search ----------------------------------------------------------------------------------------
@@ -178,6 +181,15 @@ def test_role_and_source_are_validated(store: Path) -> None:
     assert "no session has source 'nosuch' (known sources: cli, discord, telegram)" in result.stderr
     assert cli("--db", store, "sessions", "list", "--source", "nosuch").exit_code == 2
     assert cli("--db", store, "search", "disk", "--source", "cli", "--role", "user").exit_code == 0
+
+
+def test_export_refuses_a_source_no_session_has_and_writes_no_file(store: Path, tmp_path: Path) -> None:
+    # It wrote an empty export and exited 0: a typo'd --source looked like "nothing to export".
+    out = tmp_path / "telegram.jsonl"
+    result = cli("--db", store, "export", "--source", "telegarm", "-o", out)
+    assert result.exit_code == 2 and not out.exists()
+    assert result.stderr.count("\n") == 1 and "no session has source 'telegarm' (known sources: " in result.stderr
+    assert cli("--db", store, "export", "--source", "telegram", "-o", out).exit_code == 0 and out.stat().st_size
 
 
 def test_cjk_and_latin_in_any_order_through_the_cli(store: Path) -> None:

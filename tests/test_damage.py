@@ -133,6 +133,7 @@ def test_recover_salvages_into_a_clean_file_and_never_touches_the_source(pristin
     path = damaged_copy(pristine, tmp_path, kind)
     before, files = sha256(path), listing(tmp_path)
     dest = tmp_path / "out" / "recovered.db"
+    dest.parent.mkdir()  # recover, like backup, refuses a missing folder
     code, doc = cli_json("--db", path, "recover", dest)
     assert sha256(path) == before and listing(tmp_path) == sorted([*files, "out"])
     assert listing(dest.parent) == ["recovered.db"]
@@ -340,6 +341,7 @@ def test_any_destroyed_pages_are_found_refused_and_recovered_around(pristine, tm
     assert code == 1 and doc["damaged"]
     assert cli("--db", path, "vacuum").exit_code == 65 and sha256(path) == before
     dest = tmp_path / "out" / "recovered.db"
+    dest.parent.mkdir()  # recover, like backup, refuses a missing folder
     code, doc = cli_json("--db", path, "recover", dest)
     assert code in (0, 1) and sha256(path) == before and listing(tmp_path) == sorted([*files, "out"])
     original = {r[0]: r for r in rows(pristine, ALL_MESSAGES)}

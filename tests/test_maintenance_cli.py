@@ -217,6 +217,26 @@ def test_backup_refuses_an_existing_destination(tmp_path, healthy):
     assert dest.read_bytes() == b"precious"
 
 
+def test_backup_keep_onto_a_file_is_one_line_naming_it(tmp_path, healthy):
+    # It said "<the database>: [Errno 17] File exists: '<DEST>'": the wrong file, and Python's words.
+    dest = tmp_path / "copy.db"
+    dest.write_bytes(b"precious")
+    result = cli("--db", healthy, "backup", dest, "--keep", "2")
+    assert result.exit_code == 2
+    expected = f"{dest}: --keep needs DEST to be a folder for dated backups; this is a file"
+    assert result.stderr == f"hermes-state: {expected}\n"
+    assert dest.read_bytes() == b"precious" and sorted(p.name for p in tmp_path.iterdir()) == ["copy.db", "state.db"]
+
+
+@pytest.mark.parametrize("command", ["backup", "recover"])
+def test_backup_and_recover_refuse_a_missing_folder_instead_of_creating_it(tmp_path, healthy, command):
+    # recover created every missing folder of DEST (a typo made a tree); backup and export refuse.
+    dest = tmp_path / "typo" / "deeper" / "copy.db"
+    result = cli("--db", healthy, command, dest)
+    assert result.exit_code == 2 and "does not exist (create it first)" in result.stderr
+    assert not (tmp_path / "typo").exists()
+
+
 # -- prune ------------------------------------------------------------------------
 
 PRUNABLE = ["alpha", "beta", "delta"]  # ended and 200 days old; gamma is still open

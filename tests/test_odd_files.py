@@ -137,6 +137,18 @@ def test_a_newer_schema_is_read_by_every_read_command_with_one_warning(tmp_path)
     assert (listing(tmp_path), sha256(path)) == before
 
 
+def test_recover_of_a_newer_schema_says_it_keeps_only_the_v6_columns(tmp_path):
+    # It said "everything came back" with no word that the v6 file leaves the v7 columns behind.
+    path = load_fixture("trap_version_7", tmp_path)
+    before = sha256(path)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("--db", path, "recover", out / "v6.db", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 7" in result.stderr
+    assert json.loads(result.stdout)["schema_newer"] is True and sha256(path) == before
+
+
 @pytest.mark.parametrize("args", WRITING, ids=lambda a: str(a[0]))
 def test_a_newer_schema_is_never_written(tmp_path, args):
     path = load_fixture("trap_version_7", tmp_path)
@@ -278,3 +290,49 @@ def test_a_folder_this_user_cannot_open_is_reported_and_the_rest_imported(public
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["sessions_created"] == 1, done.stderr
     assert [(p["kind"], p["file"]) for p in report["problems"]] == [("unreadable_path", str(sessions / "locked"))]
+
+
+def test_tightening_permissions_never_makes_a_read_only_file_writable(tmp_path: Path) -> None:
+    # It chmodded every database to 0600: a file its owner had made 0444 became writable, so the
+    # command after a refused write wrote into it.
+    from hermes_state_tools.core.paths import tighten_permissions
+
+    read_only, shared = tmp_path / "ro.db", tmp_path / "shared.db"
+    for path, mode in ((read_only, 0o444), (shared, 0o644)):
+        path.write_bytes(b"")
+        path.chmod(mode)
+    tighten_permissions(read_only)
+    tighten_permissions(shared)
+    assert (read_only.stat().st_mode & 0o777, shared.stat().st_mode & 0o777) == (0o400, 0o600)
+
+
+@pytest.mark.skipif(_can_run_as_nobody() is not None, reason=str(_can_run_as_nobody()))
+@pytest.mark.parametrize("args", [["vacuum"], ["prune", "--older-than", "0", "--yes"], ["maintain"]], ids=" ".join)
+def test_a_read_only_database_file_is_refused_in_one_line_and_stays_read_only(public_dir: Path, args) -> None:
+    path = build_healthy(public_dir / "state.db")
+    os.chown(path, 65534, 65534)
+    path.chmod(0o444)
+    before = sha256(path)
+    for _attempt in range(2):  # the second run met a file the first had made 0600, and wrote into it
+        done = run("--db", path, *args, user=NOBODY)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().count("\n") == 0 and "read-only" in done.stderr, done.stderr
+    assert path.stat().st_mode & 0o200 == 0 and sha256(path) == before
+    assert sorted(p.name for p in public_dir.iterdir()) == ["state.db"]
+
+
+@pytest.mark.skipif(_can_run_as_nobody() is not None, reason=str(_can_run_as_nobody()))
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_backup_into_a_folder_this_user_cannot_write_is_exit_2_naming_it(tmp_path, public_dir: Path, keep) -> None:
+    # It was exit 1 ("problems found") with the database named and Python's errno text.
+    source = build_healthy(public_dir / "state.db")
+    source.chmod(0o644)
+    locked = public_dir / "locked"
+    locked.mkdir(mode=0o555)
+    dest = locked if keep else locked / "copy.db"
+    done = run("--db", source, "backup", dest, *(["--keep", "1"] if keep else []), "--json", user=NOBODY)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "cannot write the backup there (Permission denied)" in line
+    assert line.startswith(f"hermes-state: {locked}/")
+    assert json.loads(done.stdout)["ok"] is False and list(locked.iterdir()) == []

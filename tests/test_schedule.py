@@ -73,13 +73,47 @@ def test_systemd_analyze_verify_accepts_the_units(tmp_path: Path) -> None:
     assert "hermes-state-maintain" not in result.stderr, result.stderr
 
 
-def test_schedule_prints_this_installations_absolute_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+def _venv(root: Path, with_script: bool) -> Path:
+    """A venv's bin/: python a link to the base interpreter (as `python3 -m venv` makes it)."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(Path(sys.executable).resolve())
+    if with_script:
+        (bin_dir / "hermes-state").write_text("#!/bin/sh\n", "utf-8")
+    return bin_dir
+
+
+def test_schedule_runs_the_script_that_is_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _venv(tmp_path / "my venv", with_script=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["my venv/bin/hermes-state", "schedule"])  # run as .venv/bin/hermes-state
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/hermes-state")  # another install on PATH
+    result = CliRunner().invoke(main, ["schedule", "--print", "systemd-service"])
+    assert result.exit_code == 0
+    assert f"ExecStart='{bin_dir / 'hermes-state'}' maintain" in result.stdout  # quoted: the path has a space
+    cron = CliRunner().invoke(main, ["schedule", "--print", "cron"]).stdout
+    assert f"PATH={bin_dir}:/usr/local/bin" in cron
+    assert "flock -n /" in cron and f" '{bin_dir / 'hermes-state'}' maintain --json" in cron
+
+
+def test_schedule_keeps_the_venv_interpreter_unresolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base interpreter a venv's python links to does not have this package: never resolve it."""
+    bin_dir = _venv(tmp_path / "venv", with_script=False)
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "venv" / "lib" / "hermes_state_tools" / "__main__.py")])
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
     result = CliRunner().invoke(main, ["schedule", "--print", "systemd"])
     assert result.exit_code == 0
-    assert f"ExecStart={Path(sys.executable).resolve()} -m hermes_state_tools maintain" in result.stdout
+    assert f"ExecStart={bin_dir / 'python'} -m hermes_state_tools maintain" in result.stdout
     assert "[Timer]" in result.stdout and "[Service]" in result.stdout
     assert CliRunner().invoke(main, ["schedule", "--print", "nosuch"]).exit_code == 2
+
+
+def test_schedule_uses_the_script_beside_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = _venv(tmp_path / "venv", with_script=True)
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    result = CliRunner().invoke(main, ["schedule", "--print", "systemd-service"])
+    assert f"ExecStart={bin_dir / 'hermes-state'} maintain" in result.stdout
 
 
 def test_the_job_maintains_the_database_named_with_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

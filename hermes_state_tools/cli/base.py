@@ -39,6 +39,7 @@ from hermes_state_tools.errors import (
     DatabaseInUseError,
     DatabaseLockedError,
     DestinationExistsError,
+    DestinationUnwritableError,
     HermesStateError,
     NotAHermesDatabaseError,
     SameDatabaseError,
@@ -62,6 +63,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SessionIdError, EXIT_USAGE),
     (ConfirmationRequired, EXIT_USAGE),
     (DestinationExistsError, EXIT_USAGE),
+    (DestinationUnwritableError, EXIT_USAGE),
     (UnsafeDestinationError, EXIT_USAGE),
     (SameDatabaseError, EXIT_USAGE),
     (UnknownSourceError, EXIT_USAGE),
@@ -98,7 +100,8 @@ def debug_enabled() -> bool:
 def error_line(exc: BaseException, db_path: Path | None) -> str:
     """One line naming the file and the cause."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    names_its_file = isinstance(exc, (DestinationExistsError, UnsafeDestinationError))  # not the database's
+    own_file = (DestinationExistsError, DestinationUnwritableError, UnsafeDestinationError)
+    names_its_file = isinstance(exc, own_file)  # not the database's
     if db_path is not None and str(db_path) not in text and not names_its_file:
         text = f"{db_path}: {text}"
     return text

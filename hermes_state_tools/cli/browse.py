@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,8 +53,18 @@ def browse(port: int, open_browser: bool, force_immutable: bool, print_metadata:
         meta_file.write_text(json.dumps(metadata(path)), "utf-8")
         command = datasette_command(path, meta_file, port, ["-o"] if open_browser else [], force_immutable)
         click.echo(f"serving {path} read-only on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)
+        # A stop by SIGTERM/SIGHUP (systemctl stop, a closed terminal) ends like Ctrl-C: the server is
+        # stopped and this folder removed (killed outright, the `with` never cleaned it up).
+        stop = signal.signal(signal.SIGTERM, _stop), signal.signal(signal.SIGHUP, _stop)
         try:
             code = subprocess.call(command)
         except KeyboardInterrupt:
             code = 0
+        finally:
+            signal.signal(signal.SIGTERM, stop[0])
+            signal.signal(signal.SIGHUP, stop[1])
     sys.exit(code)
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import getpass
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -35,11 +34,17 @@ def help_(ctx: click.Context, words: tuple[str, ...]) -> None:
 
 
 def _installed_command() -> str:
-    """This program as cron and systemd must call it: an absolute path, never a bare name."""
-    found = shutil.which("hermes-state")
-    if found:
-        return str(Path(found).resolve())
-    return f"{Path(sys.executable).resolve()} -m hermes_state_tools"
+    """This program as cron and systemd must call it: an absolute path, never a bare name, and the
+    installation that is running (not whichever `hermes-state` PATH finds first). The interpreter is
+    never resolved through its links: a venv's `bin/python` is a link to the base Python, which
+    does not have this package, and only the link's own path makes Python use the venv."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "hermes-state" and script.is_file():
+        return shlex.quote(str(script.absolute()))
+    beside = Path(sys.executable).absolute().parent / "hermes-state"  # the venv's own script
+    if beside.is_file():
+        return shlex.quote(str(beside))
+    return f"{shlex.quote(str(Path(sys.executable).absolute()))} -m hermes_state_tools"
 
 
 @main.command()

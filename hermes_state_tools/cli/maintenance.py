@@ -292,7 +292,7 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
     children are kept (orphaned). Open sessions are never deleted.
 
     Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without
-    --yes it refuses with exit 2). Open sessions are never deleted.
+    --yes it refuses with exit 2).
 
     \b
     Examples:

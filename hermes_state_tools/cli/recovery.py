@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import main, maintenance
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, settings
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, existing_folder, fail, settings
 from hermes_state_tools.errors import ConfirmationRequired
 from hermes_state_tools.maintenance.recover import recover_file
 from hermes_state_tools.store.restore import RestorePlan, restore_file
@@ -50,7 +50,7 @@ def _human_recover(doc: dict[str, Any]) -> str:
 
 
 @main.command()
-@click.argument("dest", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("dest", type=click.Path(path_type=Path, dir_okay=False), callback=existing_folder)
 @common_options()
 def recover(dest: Path, as_json: bool) -> None:
     """Salvage every readable session and message of a damaged database into a new file DEST.

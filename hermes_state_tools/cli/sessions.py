@@ -30,6 +30,7 @@ def _minute(epoch: float | None) -> str:
 
 
 @main.group()
+@common_options(json_output=False)  # `sessions --db x.db list` too: --db goes before or after a command
 def sessions() -> None:
     """Browse sessions: list, show, lineage, token and cost totals.
 

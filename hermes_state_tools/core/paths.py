@@ -38,8 +38,10 @@ def create_private_file(db_path: Path) -> None:
 
 
 def tighten_permissions(db_path: Path) -> None:
-    """chmod the database and its sidecars to 0600.
+    """Take group and other access off the database and its sidecars (0644 -> 0600).
 
+    The owner's bits are kept: a file its owner made read-only (0444 -> 0400) must stay
+    read-only, never become writable because a command opened it to write and failed.
     chmod(2) on the path, never open+close: closing any descriptor of the file would
     drop this process's POSIX locks on it, including those of a live SQLite connection.
     """
@@ -50,9 +52,10 @@ def tighten_permissions(db_path: Path) -> None:
             st = os.lstat(path)
         except FileNotFoundError:
             continue
-        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o600:
+        private = stat.S_IMODE(st.st_mode) & 0o700
+        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != private:
             try:
-                os.chmod(path, 0o600)
+                os.chmod(path, private)
             except PermissionError:
                 # Someone else's file opened by a reader we share a group with: leave it be.
                 pass

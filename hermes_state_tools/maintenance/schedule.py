@@ -84,7 +84,8 @@ WantedBy=timers.target
 def cron(inst: Installation) -> str:
     lock = shlex.quote(str(inst.hermes_home / ".maintain.lock"))
     log = shlex.quote(str(inst.log_file))
-    path = ":".join(dict.fromkeys([str(Path(inst.command.split()[0]).parent), "/usr/local/bin", "/usr/bin", "/bin"]))
+    program = Path(shlex.split(inst.command)[0])  # the command is shell-quoted: a path may hold spaces
+    path = ":".join(dict.fromkeys([str(program.parent), "/usr/local/bin", "/usr/bin", "/bin"]))
     return f"""\
 # hermes-state maintain from cron (install: crontab -e, or hermes-state schedule --print cron | crontab -).
 # cron starts with a bare PATH and no HERMES_HOME, and does not expand $HOME on these lines.

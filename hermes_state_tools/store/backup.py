@@ -20,6 +20,8 @@ from hermes_state_tools.errors import (
     BackupError,
     DamagedDatabaseError,
     DatabaseLockedError,
+    DestinationExistsError,
+    DestinationUnwritableError,
     NotAHermesDatabaseError,
     StorageIOError,
 )
@@ -103,6 +105,9 @@ def _io_error(source: Path, dest: Path, exc: BaseException) -> Exception:
         return StorageIOError(f"{dest}: backup of {source} failed, nothing was left behind ({exc})")
     if isinstance(exc, sqlite3.DatabaseError) and is_corrupt(exc):
         return DamagedDatabaseError(source, f"the backup could not read it: {' '.join(str(exc).split())}")
+    if isinstance(exc, PermissionError):  # the user's folder, not a fault of the database: exit 2, not 1
+        return DestinationUnwritableError(f"{dest}: cannot write the backup there ({exc.strerror}); "
+                                          "nothing was left behind")
     return BackupError(f"{source}: backup to {dest} failed ({exc})")
 
 
@@ -206,6 +211,9 @@ def backup_file(source: Path, dest: Path, keep: int | None = None) -> BackupRepo
     """Online copy of `source` to `dest` (a file that must not exist, or a folder for a dated copy), verified."""
     require_supported(source, allow_newer=True)  # a missing or foreign source is refused before `dest` is created
     removed: list[Path] = []
+    if keep is not None and dest.exists() and not dest.is_dir():
+        raise DestinationExistsError(f"{dest}: --keep needs DEST to be a folder for dated backups; "
+                                     "this is a file")
     if dest.is_dir() or keep is not None:
         dest.mkdir(parents=True, exist_ok=True)
         result, removed = backup_into_folder(source, dest, keep)

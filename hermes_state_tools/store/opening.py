@@ -4,6 +4,7 @@ and upgraded, as Hermes opens it)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -12,12 +13,14 @@ from pathlib import Path
 
 from hermes_state_tools.core import paths
 from hermes_state_tools.core.connection import (
+    SQLITE_READONLY,
     WriteRunner,
     connect,
     is_corrupt,
     is_io_error,
     is_lock_error,
     looks_like_sqlite,
+    result_code,
     retry_on_lock,
 )
 from hermes_state_tools.core.file_header import page_size_of_pages
@@ -64,7 +67,15 @@ def map_open_error(path: Path, exc: sqlite3.Error) -> Exception:
         return DamagedDatabaseError(path, " ".join(str(exc).split()))
     if is_io_error(exc):
         return StorageIOError(f"{path}: {exc}")
+    if result_code(exc) == SQLITE_READONLY:  # readable: only writing it is refused
+        return read_only_refusal(path)
     return NotAHermesDatabaseError(f"{path}: unreadable database ({exc})")
+
+
+def read_only_refusal(path: Path) -> NotAHermesDatabaseError:
+    """A database this user may read but not write: said as such, not as an unreadable file."""
+    return NotAHermesDatabaseError(f"{path}: cannot be written: the file or its folder is read-only "
+                                   "for this user; nothing was changed")
 
 
 def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True) -> ReadConnection:
@@ -243,6 +254,8 @@ def writing(path: Path) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     """Open an existing supported, sound database to maintain it: writable, with its write runner,
     never upgraded."""
     require_sound(path)  # a missing, foreign, newer or damaged file is refused before anything writes
+    if not os.access(path, os.W_OK):  # SQLite would open it read-only, leave a -wal and fail the first write
+        raise read_only_refusal(path)
     remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
     conn, runner = open_writable(path, threading.RLock())
     try:

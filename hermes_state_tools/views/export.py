@@ -19,7 +19,7 @@ from hermes_state_tools.core.times import local_time
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import extras
 from hermes_state_tools.tables.session_export import session_ids
-from hermes_state_tools.views.sessions import resolve
+from hermes_state_tools.views.sessions import require_sources, resolve
 from hermes_state_tools.views.transcript import fence, tool_text
 
 FORMATS = ("jsonl", "json", "md")
@@ -34,7 +34,10 @@ class ExportedSession:
 
 
 def select_ids(conn: sqlite3.Connection, session: str | None, source: str | None) -> list[str]:
-    """The ids to export: one session (exact id or unique prefix), else all, optionally of one source."""
+    """The ids to export: one session (exact id or unique prefix), else all, optionally of one source.
+    A source no session has is refused, as `search` and `sessions list` refuse it: a typo would
+    otherwise write an empty export and exit 0."""
+    require_sources(conn, [source] if source else None)
     if session is None:
         return session_ids(conn, source)
     resolved = resolve(conn, session)
