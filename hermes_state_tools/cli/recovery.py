@@ -44,6 +44,11 @@ def _human_recover(doc: dict[str, Any]) -> str:
     if doc["pages_missing"]:
         lines.append(f"the file ends {doc['pages_missing']:,} pages before the end its header gives (cut short): "
                      "what those pages held is lost, and cannot be counted")
+    if doc["wal_transactions_past_damage"]:
+        lines.append(f"{doc['wal_transactions_past_damage']:,} committed transactions past a damaged frame of the "
+                     "-wal (which SQLite alone does not read) came back"
+                     + (f"; {doc['wal_pages_lost']:,} damaged pages no later frame held are lost"
+                        if doc["wal_pages_lost"] else ""))
     if doc["complete"]:
         lines.append("everything came back")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
 from hermes_state_tools.store.opening import ReadConnection, open_pages, refuse_newer
+from hermes_state_tools.store.wal_frames import find_break
 from hermes_state_tools.tables import fts
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -52,6 +53,10 @@ class SalvageReport:
     other_tables_lost: list[str] = field(default_factory=list)
     columns_not_kept: list[str] = field(default_factory=list)  # table.column a v6 file has no place for
     pages_missing: int = 0  # the file ends before the pages its header counts: what they held is lost
+    # Committed transactions the -wal held past a damaged frame (SQLite alone never reads them; they
+    # were read here), and the damaged frames' pages no later frame held again (lost).
+    wal_transactions_past_damage: int = 0
+    wal_pages_lost: int = 0
     schema_damage: str | None = None
     schema_unreadable: bool = False  # SQLite could not read the schema: rows came from the pages alone
     used_wal_snapshot: bool = False
@@ -61,7 +66,8 @@ class SalvageReport:
     def complete(self) -> bool:
         """Every canonical row came back as it was."""
         return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
-                    or self.other_tables_lost or self.titles_cleared or self.pages_missing or self.columns_not_kept)
+                    or self.other_tables_lost or self.titles_cleared or self.pages_missing or self.columns_not_kept
+                    or self.wal_pages_lost)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -355,6 +361,8 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     report = SalvageReport(str(source))
     try:
         report.pages_missing = page_scan.pages_missing(source)  # what neither the file nor its WAL holds
+        if (hidden := find_break(source)) is not None:  # _open_source's copy reads past it
+            report.wal_transactions_past_damage, report.wal_pages_lost = hidden.commits_after, hidden.pages_lost
         src = _open_source(source, workdir)
         table_info(src.conn, "sessions")
     except sqlite3.DatabaseError as exc:

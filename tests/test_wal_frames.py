@@ -1,0 +1,170 @@
+"""Committed transactions past a damaged -wal frame: SQLite stops at the first bad checksum and the next
+write drops everything after it. `check` says so, writing commands refuse, `recover` reads past it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from damage import cli
+
+from hermes_state_tools import SessionDB
+from hermes_state_tools.store import wal_frames
+
+MESSAGES = 60
+
+
+def _frame_size(wal: bytes) -> int:
+    return 24 + int.from_bytes(wal[8:12], "big")
+
+
+def _frames(wal: bytes) -> list[tuple[int, int]]:
+    """(page number, commit size) of every whole frame."""
+    size = _frame_size(wal)
+    return [(int.from_bytes(wal[at:at + 4], "big"), int.from_bytes(wal[at + 4:at + 8], "big"))
+            for at in range(32, len(wal) - size + 1, size)]
+
+
+@pytest.fixture(scope="module")
+def crash(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose -wal holds MESSAGES committed transactions, copied as a crash leaves it (the
+    writer still open, nothing checkpointed)."""
+    root = tmp_path_factory.mktemp("wal")
+    live = root / "live.db"
+    with SessionDB(live) as db:
+        db.create_session("s1", "cli")
+    conn = sqlite3.connect(live, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    for n in range(MESSAGES):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s1', 'user', ?, ?)",
+                     (f"message {n} " + "words " * 300, 1000.0 + n))
+        conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = 's1'")
+        conn.execute("COMMIT")
+    folder = root / "crash"
+    folder.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copyfile(f"{live}{suffix}", folder / f"state.db{suffix}")
+    conn.close()
+    return folder / "state.db"
+
+
+def _copy(crash: Path, folder: Path) -> Path:
+    folder.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copyfile(f"{crash}{suffix}", folder / f"state.db{suffix}")
+    return folder / "state.db"
+
+
+def _damage_frame(db: Path, number: int) -> bytes:
+    """Overwrite part of frame `number`'s page; returns the -wal's bytes after."""
+    wal = db.with_name(db.name + "-wal")
+    data = bytearray(wal.read_bytes())
+    at = 32 + (number - 1) * _frame_size(bytes(data)) + 24 + 200
+    data[at:at + 16] = b"destroyed sector"
+    wal.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def _seen(db: Path) -> int:
+    """Messages SQLite itself reads (on a copy, so the -wal under test is never touched)."""
+    folder = db.parent / "seen"
+    shutil.rmtree(folder, ignore_errors=True)
+    copy = _copy(db, folder)
+    conn = sqlite3.connect(copy)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    finally:
+        conn.close()
+        shutil.rmtree(folder)
+
+
+def _superseded_frame(wal: bytes) -> int:
+    """A frame early in the WAL whose page a later frame holds again."""
+    frames = _frames(wal)
+    return next(n for n, (page, _) in enumerate(frames, 1)
+                if n > 10 and any(p == page for p, _ in frames[n:]))
+
+
+def test_an_intact_wal_has_no_break_and_checks_clean(crash, tmp_path):
+    db = _copy(crash, tmp_path / "intact")
+    assert wal_frames.scan(db.with_name("state.db-wal").read_bytes()) is None
+    assert _seen(db) == MESSAGES
+    assert cli("--db", db, "check", "--json").exit_code == 0
+
+
+def test_a_damaged_frame_hides_later_commits_check_says_so_and_writes_refuse(crash, tmp_path):
+    db = _copy(crash, tmp_path / "damaged")
+    wal = _damage_frame(db, _superseded_frame(crash.with_name("state.db-wal").read_bytes()))
+    found = wal_frames.scan(wal)
+    assert found is not None and found.commits_after > 0 and found.pages_lost == 0
+    assert _seen(db) < MESSAGES  # what SQLite alone gives: the later commits are gone from its view
+    result = cli("--db", db, "check", "--json")
+    assert result.exit_code == 1
+    problems = json.loads(result.stdout)["problems"]
+    assert [p["kind"] for p in problems] == ["integrity"] and "-wal" in problems[0]["detail"]
+    for command in (["vacuum"], ["rebuild-fts"], ["repair"]):
+        refused = cli("--db", db, *command, "--no-progress")
+        assert refused.exit_code == 65, (command, refused.stderr)
+        assert db.with_name("state.db-wal").read_bytes() == wal  # nothing wrote over the hidden frames
+
+
+def test_recover_reads_past_the_damaged_frame(crash, tmp_path):
+    db = _copy(crash, tmp_path / "damaged")
+    wal = _damage_frame(db, _superseded_frame(crash.with_name("state.db-wal").read_bytes()))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("--db", db, "recover", out / "new.db", "--json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and doc["complete"] and doc["wal_transactions_past_damage"] > 0
+    conn = sqlite3.connect(out / "new.db")
+    try:
+        contents = [row[0].split(" words")[0] for row in conn.execute("SELECT content FROM messages ORDER BY id")]
+    finally:
+        conn.close()
+    assert contents == [f"message {n}" for n in range(MESSAGES)]
+    assert db.with_name("state.db-wal").read_bytes() == wal  # the source is only read
+
+
+def test_a_damaged_page_no_later_frame_holds_is_counted_lost(crash, tmp_path):
+    db = _copy(crash, tmp_path / "damaged")
+    frames = _frames(crash.with_name("state.db-wal").read_bytes())
+    alone = next(n for n, (page, _) in enumerate(frames, 1)
+                 if n < len(frames) - 5 and all(p != page for p, _ in frames[n:]))
+    found = wal_frames.scan(_damage_frame(db, alone))
+    assert found is not None and found.pages_lost == 1
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("--db", db, "recover", out / "new.db", "--json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1 and not doc["complete"] and doc["wal_pages_lost"] == 1
+
+
+def test_an_unfinished_tail_is_no_damage(crash, tmp_path):
+    # A crash while the last transaction was being written: its frames are torn, nothing after them.
+    db = _copy(crash, tmp_path / "torn")
+    wal = db.with_name("state.db-wal")
+    data = wal.read_bytes()
+    wal.write_bytes(_damage_frame(db, len(_frames(data)))[:len(data) - 100])
+    assert wal_frames.scan(wal.read_bytes()) is None
+    assert cli("--db", db, "check", "--json").exit_code == 0
+
+
+def test_frames_of_an_older_generation_after_a_restart_are_no_damage(tmp_path):
+    db = tmp_path / "state.db"
+    with SessionDB(db) as store:
+        store.create_session("s1", "cli")
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    insert = "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s1', 'user', ?, ?)"
+    for n in range(40):
+        conn.execute(insert, ("x" * 2000 + str(n), 1000.0 + n))
+    conn.execute("PRAGMA wal_checkpoint(RESTART)")
+    conn.execute(insert, ("after the restart", 2000.0))
+    wal = db.with_name("state.db-wal").read_bytes()
+    assert len(_frames(wal)) > 10  # the old generation's frames are still there, past the new ones
+    assert wal_frames.scan(wal) is None and wal_frames.find_break(db) is None
+    conn.close()
