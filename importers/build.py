@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,26 @@ def platform_source(value: Any) -> str | None:
 def usable_id(session_id: str) -> bool:
     """Whether a file name's id can be a session id: `session_.json` gives "", `.jsonl` gives ".jsonl"."""
     return bool(session_id.strip()) and not session_id.startswith(".")
+
+
+# A file copied beside its original by a file manager or a browser: "X (1)", "X - Copy", "X copy 2".
+# Only when X has the shape of a Hermes session id (date_time_suffix) is the copy read as X.
+_COPY_NAME = re.compile(r"(?P<id>\d{8}_\d{6}_[0-9A-Za-z]+)(?: \(\d+\)| - Copy(?: \(\d+\))?| copy(?: \d+)?)")
+
+
+def file_id(name_id: str) -> str:
+    """The session id a file name gives: a copy's name gives its original's (see _COPY_NAME)."""
+    match = _COPY_NAME.fullmatch(name_id)
+    return match.group("id") if match else name_id
+
+
+def copy_name_problem(file: str, name_id: str) -> Problem | None:
+    """The notice for a file whose name is a copy's, read as the session it copies; None for any other."""
+    session_id = file_id(name_id)
+    if session_id == name_id:
+        return None
+    return Problem(file, None, "copy_name", f"the file name {name_id!r} is a copy's; read as session {session_id} "
+                   "(its messages merged with the other copies, nothing twice)")
 
 
 def no_id_problem(file: str) -> Problem:

@@ -16,7 +16,14 @@ from hermes_state_tools.core.export_format import is_export_record
 from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.core.surrogates import has_surrogate
-from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
+from hermes_state_tools.importers.build import (
+    build_session,
+    copy_name_problem,
+    file_id,
+    no_id_problem,
+    platform_source,
+    usable_id,
+)
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
 from hermes_state_tools.importers.messages import Where, call_names, normalise_message, plain_message, plain_time
 from hermes_state_tools.importers.text import JsonLine, iter_json_lines, read_small, split_lines
@@ -29,13 +36,15 @@ def read_jsonl(
     path: Path, file: str, tz: tzinfo | None = None, fallback_source: str | None = None
 ) -> Iterator[LegacySession | Problem]:
     """Yield the problems of a JSONL file, then its session (or the sessions of an export file)."""
-    transcript_id = path.stem
+    transcript_id = file_id(path.stem)
+    if (copied := copy_name_problem(file, path.stem)) is not None:
+        yield copied
     if path.stat().st_size == 0:
         if not usable_id(transcript_id):
             yield no_id_problem(file)
             return
         yield Problem(file, None, "empty_file", "file is empty (0 bytes)")
-        yield from _session(path.stem, file, [], {}, fallback_source)
+        yield from _session(transcript_id, file, [], {}, fallback_source)
         return
     items = iter_json_lines(path, file)
     head: list[JsonLine | Problem] = []
@@ -154,7 +163,8 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     tests/test_plain.py proves both paths plan the same for every file this one takes.
     """
     session_id = path.stem
-    if not usable_id(session_id) or has_surrogate(session_id):  # the careful reader reports its new spelling
+    if not usable_id(session_id) or has_surrogate(session_id) or file_id(session_id) != session_id:
+        # the careful reader reports its new spelling, or the copy's name it reads as its original's
         return None
     status, data = read_small(path)
     if data is None:

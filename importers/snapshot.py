@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.records import SOURCE_FROM_SNAPSHOT, LegacyMessage, LegacySession, Problem
-from hermes_state_tools.importers.build import build_session, no_id_problem, platform_source, usable_id
+from hermes_state_tools.importers.build import (
+    build_session,
+    copy_name_problem,
+    file_id,
+    no_id_problem,
+    platform_source,
+    usable_id,
+)
 from hermes_state_tools.importers.messages import Where, normalise_message
 from hermes_state_tools.importers.sharegpt import convert_conversations
 from hermes_state_tools.importers.text import read_document
@@ -62,16 +69,18 @@ def _identity(path: Path, file: str, value: dict[str, Any]) -> tuple[str, str, d
             return inner, "save", {}, []
         # A stable id from the file name, so a re-run never creates the session twice.
         return "saved_" + path.stem.removeprefix(SAVE_PREFIX), "save", {}, []
-    session_id = path.stem.removeprefix("session_")
+    named = path.stem.removeprefix("session_")
+    session_id = file_id(named)
+    copied = [problem] if (problem := copy_name_problem(file, named)) is not None else []
     kind = "sharegpt" if "conversations" in value and "messages" not in value else "snapshot"
     if not usable_id(session_id) and isinstance(inner, str) and usable_id(inner):
         return inner, kind, {}, []  # `session_.json`: the id inside is the only one there is
     if inner is None or inner == session_id:
-        return session_id, kind, {}, []
+        return session_id, kind, {}, copied
     detail = (f"the file name says {session_id!r}, the file says {inner!r}; the file name's id is used "
               "(unless the id inside is a compression child of it)")
-    problem = Problem(file, None, "session_id_mismatch", detail)
-    return session_id, kind, {"snapshot_session_id": inner}, [problem]
+    mismatch = Problem(file, None, "session_id_mismatch", detail)
+    return session_id, kind, {"snapshot_session_id": inner}, [*copied, mismatch]
 
 
 _SAVED_NAME = re.compile(r"hermes_conversation_(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})\.json$")

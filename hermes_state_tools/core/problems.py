@@ -51,6 +51,8 @@ _KINDS = (
                 "imported into the child"),
     ProblemKind("duplicate_block", False, "a file repeats a whole earlier block; the repeat was not stored again"),
     ProblemKind("lone_surrogate", False, "text held an unpaired surrogate, stored as U+FFFD"),
+    ProblemKind("copy_name", False, "a file named as a copy of a session's (\"X (1)\", \"X - Copy\") was read as "
+                "that session"),
     ProblemKind("index_only", False, "the index lists a session whose transcript was not read; nothing was made of "
                 "its entry"),
     ProblemKind("no_messages", False, "a file held a session with no messages, which no index entry describes; "

@@ -12,6 +12,7 @@ from pathlib import Path
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.core.surrogates import has_surrogate, without_surrogates
 from hermes_state_tools.importers import parse_timestamp, read_file
+from hermes_state_tools.importers.build import file_id
 from hermes_state_tools.importers.discover import file_shape
 from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
 from hermes_state_tools.ingest.readahead import ReadAhead
@@ -50,9 +51,9 @@ def named_id(path: Path, shape: str | None = None) -> str | None:
     when known); the store's spelling of it (see stored_id)."""
     shape = shape or file_shape(path)
     if shape == "jsonl":
-        return stored_id(path.stem)
+        return stored_id(file_id(path.stem))
     if shape == "snapshot" and path.name.startswith("session_"):
-        return stored_id(path.stem[len("session_"):])
+        return stored_id(file_id(path.stem[len("session_"):]))
     return None
 
 

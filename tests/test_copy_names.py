@@ -1,0 +1,73 @@
+"""A transcript copied beside its original by a file manager or a browser ("X (1).jsonl", "X - Copy.jsonl",
+"session_X copy 2.json") is a copy of session X: its messages come in once, merged with the other copies."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from import_helpers import import_json, messages, sessions
+
+from hermes_state_tools.importers.build import file_id
+
+SID = "20260301_090000_3f9a2c7e"
+SUFFIXES = (" (1)", " (12)", " - Copy", " - Copy (2)", " copy", " copy 3")
+
+
+def _lines(*contents: str) -> bytes:
+    records = [{"role": "session_meta", "platform": "telegram", "timestamp": "2026-03-01T09:00:00"}]
+    records += [{"role": "user" if n % 2 == 0 else "assistant", "content": text,
+                 "timestamp": f"2026-03-01T09:00:{n + 1:02d}"} for n, text in enumerate(contents)]
+    return b"".join(json.dumps(record).encode() + b"\n" for record in records)
+
+
+def test_copies_of_a_transcript_come_in_once(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / f"{SID}.jsonl").write_bytes(_lines("hello", "hi there"))
+    (folder / f"{SID} (1).jsonl").write_bytes(_lines("hello", "hi there"))
+    (folder / f"{SID} - Copy.jsonl").write_bytes(_lines("hello", "hi there", "one more"))  # copied later
+    (folder / f"session_{SID} copy 2.json").write_text(json.dumps(
+        {"session_id": SID, "platform": "telegram", "messages": [{"role": "user", "content": "hello"},
+                                                                  {"role": "assistant", "content": "hi there"}]}))
+    db = tmp_path / "state.db"
+    code, doc = import_json(db, folder)
+    assert code == 0, doc["problems"]
+    assert list(sessions(db)) == [SID]
+    assert [m["content"] for m in messages(db, SID)] == ["hello", "hi there", "one more"]
+    named = sorted(Path(p["file"]).name for p in doc["problems"] if p["kind"] == "copy_name")
+    assert named == sorted([f"{SID} (1).jsonl", f"{SID} - Copy.jsonl", f"session_{SID} copy 2.json"])
+    assert not [p for p in doc["problems"] if p["kind"] == "session_id_mismatch"]
+    again_code, again = import_json(db, folder)
+    assert again_code == 0 and again["messages_imported"] == 0 and again["sessions_updated"] == 0
+
+
+def test_a_name_that_only_looks_like_a_copy_keeps_its_id(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "notes (1).jsonl").write_bytes(_lines("a note"))
+    db = tmp_path / "state.db"
+    code, doc = import_json(db, folder)
+    assert code == 0 and list(sessions(db)) == ["notes (1)"]
+    assert not [p for p in doc["problems"] if p["kind"] == "copy_name"]
+
+
+_IDS = st.from_regex(r"\d{8}_\d{6}_[0-9a-f]{8}", fullmatch=True)
+
+
+@given(_IDS, st.sampled_from(SUFFIXES))
+def test_a_copy_suffix_on_a_session_id_gives_the_id(session_id, suffix):
+    assert file_id(session_id + suffix) == session_id
+    assert file_id(session_id) == session_id
+
+
+@given(st.one_of(st.text(max_size=40), st.builds(str.__add__, _IDS, st.text(max_size=12))))
+def test_only_a_session_id_with_a_copy_suffix_is_read_as_a_copy(name):
+    original = file_id(name)
+    if original != name:
+        assert re.fullmatch(r"\d{8}_\d{6}_[0-9A-Za-z]+", original)
+        assert re.fullmatch(r" \(\d+\)| - Copy( \(\d+\))?| copy( \d+)?", name[len(original):])
+    assert file_id(original) == original
