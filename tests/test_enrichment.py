@@ -130,6 +130,8 @@ def test_an_export_or_a_database_with_unnamed_tool_rows_comes_in_once_and_stays(
             if target.name == "imported.db":
                 code, doc = import_json(target, dump)
             else:
+                if not target.exists():
+                    SessionDB(target).close()  # merge needs a store to merge into
                 result = cli("--db", target, "merge", source, "--json")
                 code, doc = result.exit_code, json.loads(result.stdout)
             assert code == 0, doc

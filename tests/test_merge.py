@@ -15,6 +15,8 @@ from hermes_state_tools import SessionDB
 
 
 def merge_json(db: Path, other: Path, *options: str) -> tuple[int, dict]:
+    if not db.exists():
+        SessionDB(db).close()  # merge brings sessions into a store that exists (only import-jsonl creates one)
     result = cli("--db", db, "merge", other, *options, "--json", "--no-progress")
     assert "Traceback" not in result.stderr
     return result.exit_code, json.loads(result.stdout)
@@ -70,8 +72,11 @@ def test_every_schema_version_merges_whole(tmp_path, name):
 
 def test_a_dry_run_writes_nothing_and_counts_as_the_real_run(tmp_path):
     other = store(tmp_path / "other.db", {"a": [("user", "q"), ("assistant", "r")]})
+    ours = SessionDB(tmp_path / "state.db")
+    ours.close()
+    before = file_digests(tmp_path / "state.db")
     code, dry = merge_json(tmp_path / "state.db", other, "--dry-run")
-    assert code == 0 and not (tmp_path / "state.db").exists()
+    assert code == 0 and file_digests(tmp_path / "state.db") == before
     _code, real = merge_json(tmp_path / "state.db", other)
     keys = ("sessions_created", "sessions_updated", "messages_imported", "messages_skipped_duplicate")
     assert [dry[k] for k in keys] == [real[k] for k in keys]
@@ -172,3 +177,16 @@ def test_a_damaged_other_is_65_naming_other_and_never_this_database(tmp_path, ki
         assert code == 65 and f"{other}: the database is damaged" in doc["error"], doc
         assert sha256(other) == other_before
     assert file_digests(ours) == before
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty"])
+def test_merge_into_a_missing_or_empty_file_is_exit_2_and_creates_nothing(tmp_path, kind):
+    # The contract: only import-jsonl creates a database; `--db typo.db merge other.db` must not.
+    other = store(tmp_path / "other.db", {"a": [("user", "q")]})
+    db = tmp_path / "typo.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cli("--db", db, "merge", other, "--no-progress")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1 and str(db) in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and (kind == "empty") == db.exists()

@@ -145,8 +145,9 @@ def merge(other: Path, dry_run: bool, as_json: bool) -> None:
     """Bring every session and message of another state.db (another machine, a backup) into this one.
 
     Messages are aligned as import-jsonl aligns copies: nothing doubles and a second run adds
-    nothing. OTHER is only read (schema 1-6, or a newer one through its v6 columns). The report
-    is import-jsonl's. Exit 1 when some record could not be stored.
+    nothing. OTHER is only read (schema 1-6, or a newer one through its v6 columns). The database
+    (--db) must exist: only import-jsonl creates one. The report is import-jsonl's. Exit 1 when some
+    record could not be stored.
 
     \b
     Examples:
@@ -156,7 +157,7 @@ def merge(other: Path, dry_run: bool, as_json: bool) -> None:
     # Imported here: `export`, in this module too, should not load the import pipeline.
     from hermes_state_tools.ingest.merge_db import merge_database
 
-    _report_import(lambda bars: merge_database(settings().db, other, dry_run=dry_run, progress=bars))
+    _report_import(lambda bars: merge_database(settings().db, other, dry_run=dry_run, progress=bars, create=False))
 
 
 @main.command("export")

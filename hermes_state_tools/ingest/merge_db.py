@@ -21,7 +21,7 @@ from hermes_state_tools.ingest.other_db import read_session, session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
 from hermes_state_tools.ingest.units import ReadLog, Unit
 from hermes_state_tools.ingest.writer import restore_parent_links
-from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly
+from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly, require_database_file
 
 
 @contextlib.contextmanager
@@ -84,8 +84,12 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
-                   progress: run.Progress | None = None) -> run.ImportStats:
-    """Merge every session of the database at `other_path` into the store at `db_path` (created if missing)."""
+                   progress: run.Progress | None = None, create: bool = True) -> run.ImportStats:
+    """Merge every session of the database at `other_path` into the store at `db_path` (created if
+    missing, unless `create` is False: then a missing or empty file is NotAHermesDatabaseError, as the
+    CLI's contract has it for every command but import-jsonl)."""
+    if not create:
+        require_database_file(db_path)
     if _same_file(db_path, other_path):
         raise SameDatabaseError(f"{other_path} is the database being merged into")
     stats, log = run.ImportStats(dry_run=dry_run), ReadLog()
