@@ -402,3 +402,16 @@ def test_a_file_whose_session_holds_no_messages_is_reported_not_dropped_silently
     assert sorted((Path(p["file"]).name, p["kind"]) for p in report["problems"]) == [
         ("20261231_100000_ffff0001.jsonl", "no_messages"), ("20261231_100000_ffff0003.jsonl", "empty_file"),
         ("session_20261231_100000_ffff0002.json", "no_messages")]
+
+
+def test_the_report_says_when_the_import_made_the_database(tmp_path):
+    # A typo'd --db would otherwise pass unseen: a new empty-looking store beside the real one.
+    db = tmp_path / "typo.db"
+    code, dry = import_json(db, GOOD, options=["--dry-run"])
+    assert code == 0 and dry["database_created"] == str(db) and not db.exists()
+    code, doc = import_json(db, GOOD)
+    assert code == 0 and doc["database_created"] == str(db) and db.exists()
+    again_code, again = import_json(db, GOOD)
+    assert again_code == 0 and again["database_created"] is None
+    human = cli("--db", tmp_path / "other.db", "import-jsonl", GOOD, "--no-progress")
+    assert human.exit_code == 0 and f"created a new database: {tmp_path / 'other.db'}" in human.stdout

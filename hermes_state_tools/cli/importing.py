@@ -53,6 +53,8 @@ def _human_import(doc: dict[str, Any]) -> str:
     if doc.get("messages_enriched"):
         lines.append(f"{plural(doc['messages_enriched'], 'stored message')} gained fields the files know "
                      "(NULL columns filled, extra data added; nothing overwritten)")
+    if doc.get("database_created"):
+        lines.append(f"{'would create' if doc['dry_run'] else 'created'} a new database: {doc['database_created']}")
     lines += _dry_run_lines(doc)
     if doc.get("backup"):
         lines.append(f"the database was upgraded first; backup: {doc['backup']}")

@@ -57,6 +57,7 @@ class ImportStats:
     problems: list[Problem] = field(default_factory=list)
     would_create: list[str] = field(default_factory=list)  # a dry run's session ids
     would_update: list[str] = field(default_factory=list)
+    database_created: str | None = None  # the file was missing (or empty) and the run made (would make) it
 
     @property
     def failed(self) -> bool:
@@ -86,7 +87,8 @@ class ImportStats:
             "sessions_updated": self.sessions_updated, "messages_imported": self.messages_imported,
             "messages_skipped_duplicate": self.messages_skipped_duplicate,
             "messages_enriched": self.messages_enriched, "files_read": self.files_read,
-            "backup": self.backup, "records_not_stored": sum(p.failure for p in self.problems),
+            "backup": self.backup, "database_created": self.database_created,
+            "records_not_stored": sum(p.failure for p in self.problems),
             "problem_counts": kinds, "failure_counts": failures, "notice_counts": notices,
             "problems": [p.as_dict() for p in self.problems],
         }
@@ -279,6 +281,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
                  dry_run: bool = False, progress: Progress | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
+    new_file = not (db_path.exists() and db_path.stat().st_size)
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not, files found or not); the store is opened (and upgraded) only to write.
     proven = prepare_schema(db_path, stats)
@@ -309,4 +312,6 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             stop_reader(child)
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
+    if new_file and (dry_run or db_path.exists()):  # said, so a typo'd --db is seen at once
+        stats.database_created = str(db_path)
     return stats
