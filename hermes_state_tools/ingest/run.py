@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import subprocess
 from collections.abc import Callable, Generator, Iterable
@@ -26,6 +27,7 @@ from hermes_state_tools.store.backup import backup_if_schema_changes
 from hermes_state_tools.store.fresh import build_new_store, unclaimed
 from hermes_state_tools.store.opening import (
     open_read_connection,
+    read_only_refusal,
     require_sound,
     require_supported,
     schema_change_pending,
@@ -198,6 +200,8 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
         require_supported(db_path)
         return False
     require_sound(db_path)  # supported and sound, in one look
+    if not (os.access(db_path, os.W_OK) and os.access(db_path.parent, os.W_OK)):
+        raise read_only_refusal(db_path)  # SQLite would open it read-only, leave a -wal and fail the first write
     return True
 
 
