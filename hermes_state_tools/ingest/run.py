@@ -270,6 +270,7 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
         try:
             # Planned against no database: the new file holds only what this run writes.
             build_new_store(db_path, lambda db: _write_into(db, None, job, stats, log))
+            stats.database_created = str(db_path)  # said, so a typo'd --db is seen at once
             return stats, log
         except DestinationExistsError:
             if job.progress:
@@ -277,7 +278,10 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
             # The file that appeared is held to the usual rules.
             job = replace(job, proven=prepare_schema(db_path, ImportStats()))
     stats, log = ImportStats(), ReadLog(list(job.found))
+    empty = db_path.exists() and db_path.stat().st_size == 0  # a 0-byte file is made a store, as a missing one
     _into_existing(db_path, job, stats, log)
+    if empty:
+        stats.database_created = str(db_path)
     return stats, log
 
 
@@ -285,7 +289,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
                  dry_run: bool = False, progress: Progress | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
-    new_file = not (db_path.exists() and db_path.stat().st_size)
+    new_file = not (db_path.exists() and db_path.stat().st_size)  # a dry run says it would make it
     # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
     # dry run or not, files found or not); the store is opened (and upgraded) only to write.
     proven = prepare_schema(db_path, stats)
@@ -316,6 +320,6 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             stop_reader(child)
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
-    if new_file and (dry_run or db_path.exists()):  # said, so a typo'd --db is seen at once
+    if dry_run and new_file:
         stats.database_created = str(db_path)
     return stats
