@@ -38,8 +38,8 @@ class WalBreak:
                 f"does not read, and the next write to the database drops them{lost}")
 
 
-def _words(data: bytes, big: bool) -> array:
-    words = array("I")
+def _words(data: bytes, big: bool) -> array[int]:
+    words: array[int] = array("I")
     if words.itemsize != 4:
         words = array("L")  # a platform whose unsigned int is not 32 bits
     words.frombytes(data)
