@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from typing import Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import FOREIGN_ROLES, LegacySession
 from hermes_state_tools.core.schema import table_columns
-from hermes_state_tools.ingest.align import comparable_text, message_key
+from hermes_state_tools.ingest.align import durable_text, message_key
 from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
 from hermes_state_tools.ingest.redaction import has_mask
 from hermes_state_tools.tables import extras
@@ -19,8 +20,14 @@ Fingerprint = tuple[int, int] | None  # (message count, highest message id), Non
 def texts_wanted(copies: Iterable[LegacySession]) -> bool:
     """Whether a copy holds text with redaction masks: only then are the stored texts needed
     (to tell whether one is that text unmasked, masked_copies.py)."""
-    return any(isinstance(text := comparable_text(m.role, m.content), str) and has_mask(text)
-               for c in copies for m in c.messages)
+    return any(_masked_content(m.content) for c in copies for m in c.messages)
+
+
+def _masked_content(content: Any) -> bool:
+    if isinstance(content, str):  # the cheap gate on the raw text: cleaning and stripping make no mask
+        return has_mask(content)
+    text = durable_text(content) if isinstance(content, list) else None
+    return text is not None and has_mask(text)
 
 
 def load_existing(conn: sqlite3.Connection, session_id: str, texts: bool = False) -> Existing | None:
