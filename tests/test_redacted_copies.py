@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from import_helpers import fts_in_sync, import_json, query, write_jsonl
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.core.records import LegacyMessage, LegacySession
 from hermes_state_tools.ingest.merge_copies import plan_session
+from hermes_state_tools.ingest.redaction import unredacted_side
 
 SID = "20260601_100000_abc123"
 START = 1780308000.0
@@ -157,3 +160,71 @@ def test_the_first_copy_masked_takes_the_text_of_a_later_unmasked_one():
     plan = plan_session(SID, [_copy("snapshot", MASKED, False), _copy("save", SAID, False)], None, START)
     assert [(m.role, m.content) for m, _t, _i in plan.inserts] == SAID
     assert [p.kind for p in plan.problems] == ["redacted_copy"] and plan.duplicates == 4
+
+
+# --- The mask model against redact.py's masks (hypothesis) -------------------------------------------
+
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+# Literal text never holds a mask's shape (no '.', '*', '+', '«', '['): a `***` in the text itself could
+# be a mask, so a change next to it could be what the mask hid.
+_LITERAL_CHARS = "abcXYZ019 \n\t=:\"',;()/_-é你"
+_PEM = ("-----BEGIN RSA PRIVATE KEY-----\n", "\n-----END RSA PRIVATE KEY-----")
+
+
+def _masks(draw: Any) -> tuple[str, str]:
+    """One secret as redact.py finds it and the mask it puts in its place."""
+    kind = draw(st.sampled_from(["long", "short", "stars", "vault", "label", "pem", "phone"]))
+    if kind == "long":  # _mask_token, 18 characters or more: head 6, tail 4
+        token = draw(st.text(_TOKEN_CHARS, min_size=18, max_size=60))
+        return token, f"{token[:6]}...{token[-4:]}"
+    if kind == "short":  # _mask_token below 18 characters
+        return draw(st.text(_TOKEN_CHARS, min_size=1, max_size=17)), "***"
+    if kind == "stars":  # a DB password, a repr field, a Telegram token: any length, no whitespace
+        return draw(st.text(_TOKEN_CHARS + "!#$%&@~", min_size=1, max_size=40)), "***"
+    if kind == "vault":
+        return draw(st.text(_TOKEN_CHARS + "!#$%&@~", min_size=1, max_size=30)), "«redacted-vault-secret»"
+    if kind == "label":  # file_read=True: the non-reusable sentinel
+        label = draw(st.sampled_from(["ghp_", "sk-", "xoxb-", "hf_"]))
+        return label + draw(st.text(_TOKEN_CHARS, min_size=10, max_size=30)), f"«redacted:{label}…»"
+    if kind == "pem":
+        body = draw(st.text("ABCDEFabcdef0123456789+/=\n", min_size=0, max_size=80))
+        return _PEM[0] + body + _PEM[1], "[REDACTED PRIVATE KEY]"
+    phone = "+" + draw(st.sampled_from("123456789")) + draw(st.text("0123456789", min_size=6, max_size=14))
+    keep = 2 if len(phone) <= 8 else 4
+    return phone, phone[:keep] + "****" + phone[-keep:]
+
+
+@st.composite
+def redacted_texts(draw: Any) -> tuple[str, str, list[tuple[int, int]]]:
+    """(the text as said, as redacted, the spans of the said text that masks replaced). A secret is a
+    word of its own or glued to punctuation (``KEY=``, a quote), as redact.py's patterns find them."""
+    said, masked, spans = "", "", []
+    for _ in range(draw(st.integers(1, 4))):
+        literal = draw(st.text(_LITERAL_CHARS, max_size=12))
+        said, masked = said + literal, masked + literal
+        if draw(st.booleans()) and said and not said[-1].isspace():
+            said, masked = said + " ", masked + " "
+        secret, mask = _masks(draw)
+        spans.append((len(said), len(said) + len(secret)))
+        glue = draw(st.sampled_from(["", '"', "'", "=", ",", ")", ":"]))
+        said, masked = said + secret + glue + " ", masked + mask + glue + " "
+    tail = draw(st.text(_LITERAL_CHARS, max_size=12))
+    return said + tail, masked + tail, spans
+
+
+@settings(max_examples=400, deadline=None)
+@given(redacted_texts())
+def test_a_text_redacted_as_redact_py_does_matches_its_original(case):
+    said, masked, _spans = case
+    assert unredacted_side(said, masked) == 0 and unredacted_side(masked, said) == 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(redacted_texts(), st.data())
+def test_a_character_changed_outside_the_masks_never_matches(case, data):
+    said, masked, spans = case
+    outside = [i for i in range(len(said)) if not any(start <= i < end for start, end in spans)]
+    at = data.draw(st.sampled_from(outside))
+    other = data.draw(st.sampled_from([c for c in _LITERAL_CHARS + "*." if c != said[at]]))
+    changed = said[:at] + other + said[at + 1:]
+    assert unredacted_side(changed, masked) is None and unredacted_side(masked, changed) is None
