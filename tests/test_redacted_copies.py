@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from import_helpers import fts_in_sync, import_json, query, write_jsonl
+from import_helpers import fts_in_sync, import_json, message_extras, query, write_jsonl
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.core.records import LegacyMessage, LegacySession
@@ -104,6 +104,8 @@ def test_a_snapshot_alone_is_stored_as_it_is_and_unmasked_when_the_jsonl_comes(t
     assert code == 0 and counts(dry) == counts(later)
     assert later["messages_imported"] == 0 and later["messages_enriched"] >= 1
     assert stored(db) == SAID and fts_in_sync(db)
+    first_id = query(db, "SELECT MIN(id) AS id FROM messages")[0]["id"]
+    assert message_extras(db, SID)[first_id] == {"masked_text": MASKED[0][1]}  # kept, were they two after all
     def found(word: str) -> int:
         return int(query(db, "SELECT COUNT(*) AS n FROM messages_fts WHERE messages_fts MATCH ?", (word,))[0]["n"])
     assert (found("abcdefghijklmnopqrstuv1234"), found("pro")) == (1, 0)  # the index follows the text
@@ -159,6 +161,7 @@ def test_the_first_copy_masked_takes_the_text_of_a_later_unmasked_one():
     """A snapshot merges before a /save file (KIND_ORDER): the save's unmasked text is what is stored."""
     plan = plan_session(SID, [_copy("snapshot", MASKED, False), _copy("save", SAID, False)], None, START)
     assert [(m.role, m.content) for m, _t, _i in plan.inserts] == SAID
+    assert [m.extra for m, _t, _i in plan.inserts] == [{"masked_text": MASKED[0][1]}, {}, {}, {}]
     assert [p.kind for p in plan.problems] == ["redacted_copy"] and plan.duplicates == 4
 
 

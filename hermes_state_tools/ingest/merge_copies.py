@@ -32,6 +32,8 @@ ENRICHED_COLUMNS = ("tool_name", "finish_reason", "reasoning", "token_count", "r
 # From May 2026 the gateway stored a message with an image as its text plus "[screenshot]" while the
 # JSONL kept the parts (the image itself): the parts go to the stored row's extra data under this key.
 PARTS_KEY = "content_parts"
+# A text a redacted copy held (secrets masked) that its unmasked copy's text replaced.
+MASKED_KEY = "masked_text"
 
 
 @dataclass(frozen=True)
@@ -192,13 +194,16 @@ def _incoming_copy(message: LegacyMessage) -> Copy:
 
 
 def _unmask(slot: _Slot, message: LegacyMessage) -> bool:
-    """Keep the message's text when the slot's is the same with secrets masked; True when one
-    of the two was a masked copy of the other."""
+    """Keep the message's text when the slot's is the same with secrets masked (the masked text
+    goes to the extra data: were the two different messages after all, neither is lost); True when
+    one of the two was a masked copy of the other."""
     side = unmasked_side(_copy_of(slot), _incoming_copy(message))
-    if side == 1 and slot.stored is not None:
-        slot.unmasked = slot.unmasked if slot.unmasked is not None else message.content
+    if side == 1 and slot.stored is not None and slot.unmasked is None:
+        slot.unmasked = message.content
+        slot.fill_extra.setdefault(MASKED_KEY, slot.stored.content)
     elif side == 1 and slot.message is not None:
-        slot.message = replace(slot.message, content=message.content)
+        extra = {MASKED_KEY: slot.message.content, **slot.message.extra}
+        slot.message = replace(slot.message, content=message.content, extra=extra)
         slot.key = None  # the unmasked text is what a later copy aligns with
     return side is not None
 
