@@ -174,42 +174,44 @@ _LITERAL_CHARS = "abcXYZ019 \n\t=:\"',;()/_-é你"
 _PEM = ("-----BEGIN RSA PRIVATE KEY-----\n", "\n-----END RSA PRIVATE KEY-----")
 
 
-def _masks(draw: Any) -> tuple[str, str]:
-    """One secret as redact.py finds it and the mask it puts in its place."""
-    kind = draw(st.sampled_from(["long", "short", "stars", "vault", "label", "pem", "phone"]))
-    if kind == "long":  # _mask_token, 18 characters or more: head 6, tail 4
-        token = draw(st.text(_TOKEN_CHARS, min_size=18, max_size=60))
-        return token, f"{token[:6]}...{token[-4:]}"
-    if kind == "short":  # _mask_token below 18 characters
-        return draw(st.text(_TOKEN_CHARS, min_size=1, max_size=17)), "***"
-    if kind == "stars":  # a DB password, a repr field, a Telegram token: any length, no whitespace
-        return draw(st.text(_TOKEN_CHARS + "!#$%&@~", min_size=1, max_size=40)), "***"
-    if kind == "vault":
-        return draw(st.text(_TOKEN_CHARS + "!#$%&@~", min_size=1, max_size=30)), "«redacted-vault-secret»"
+def _masks(draw: Any) -> tuple[str, str, bool]:
+    """One secret as redact.py finds it, the mask it puts in its place, and whether it is a prefixed
+    token (masked wherever it stands) rather than a value (masked after ``KEY=``, a quote, ``key: ``)."""
+    kind = draw(st.sampled_from(["long", "short", "value", "long value", "vault", "label", "pem", "phone"]))
+    if kind in ("long", "short"):  # _PREFIX_RE: _mask_token keeps head 6 and tail 4 from 18 characters on
+        prefix = draw(st.sampled_from(["sk-", "ghp_", "github_pat_", "xoxb-", "hf_", "eyJ", "AKIA"]))
+        sizes = (18 - len(prefix), 50) if kind == "long" else (1, 17 - len(prefix))
+        token = prefix + draw(st.text(_TOKEN_CHARS + ".", min_size=sizes[0], max_size=sizes[1]))
+        return token, f"{token[:6]}...{token[-4:]}" if kind == "long" else "***", True
+    if kind in ("value", "long value"):  # an assignment's, a field's or a header's value: any characters
+        value = draw(st.text(_TOKEN_CHARS + "!#$%&@~*.", min_size=1 if kind == "value" else 18, max_size=40))
+        return value, f"{value[:6]}...{value[-4:]}" if len(value) >= 18 else "***", False
+    if kind == "vault":  # replaced wherever it stands
+        return draw(st.text(_TOKEN_CHARS + "!#$%&@~", min_size=1, max_size=30)), "«redacted-vault-secret»", True
     if kind == "label":  # file_read=True: the non-reusable sentinel
         label = draw(st.sampled_from(["ghp_", "sk-", "xoxb-", "hf_"]))
-        return label + draw(st.text(_TOKEN_CHARS, min_size=10, max_size=30)), f"«redacted:{label}…»"
+        return label + draw(st.text(_TOKEN_CHARS, min_size=10, max_size=30)), f"«redacted:{label}…»", True
     if kind == "pem":
         body = draw(st.text("ABCDEFabcdef0123456789+/=\n", min_size=0, max_size=80))
-        return _PEM[0] + body + _PEM[1], "[REDACTED PRIVATE KEY]"
+        return _PEM[0] + body + _PEM[1], "[REDACTED PRIVATE KEY]", True
     phone = "+" + draw(st.sampled_from("123456789")) + draw(st.text("0123456789", min_size=6, max_size=14))
     keep = 2 if len(phone) <= 8 else 4
-    return phone, phone[:keep] + "****" + phone[-keep:]
+    return phone, phone[:keep] + "****" + phone[-keep:], True
 
 
 @st.composite
 def redacted_texts(draw: Any) -> tuple[str, str, list[tuple[int, int]]]:
-    """(the text as said, as redacted, the spans of the said text that masks replaced). A secret is a
-    word of its own or glued to punctuation (``KEY=``, a quote), as redact.py's patterns find them."""
+    """(the text as said, as redacted, the spans of the said text that masks replaced). A prefixed token
+    stands after whitespace or punctuation, a value after what redact.py finds values by."""
     said, masked, spans = "", "", []
     for _ in range(draw(st.integers(1, 4))):
         literal = draw(st.text(_LITERAL_CHARS, max_size=12))
-        said, masked = said + literal, masked + literal
-        if draw(st.booleans()) and said and not said[-1].isspace():
-            said, masked = said + " ", masked + " "
-        secret, mask = _masks(draw)
+        secret, mask, anywhere = _masks(draw)
+        before = draw(st.sampled_from([" ", "\n", "(", ", "] if anywhere else
+                                      ["KEY=", ' "token": "', " 'password': '", "\npassword: ", " x-api-key: "]))
+        said, masked = said + literal + before, masked + literal + before
         spans.append((len(said), len(said) + len(secret)))
-        glue = draw(st.sampled_from(["", '"', "'", "=", ",", ")", ":"]))
+        glue = draw(st.sampled_from(["", '"', "'", ",", ")"]))
         said, masked = said + secret + glue + " ", masked + mask + glue + " "
     tail = draw(st.text(_LITERAL_CHARS, max_size=12))
     return said + tail, masked + tail, spans

@@ -4,7 +4,7 @@ From mid 2026 Hermes runs message text through its secret redaction before it wr
 session snapshot, while state.db and the gateway's JSONL keep the text as said. A snapshot's
 message then differs from the stored one only where a mask stands, and is the same message.
 
-A mask stands for exactly what redact.py could have made it from, and nothing else:
+A mask stands for what redact.py could have made it from, and nothing else:
 - ``abcdef...wxyz`` (``_mask_token`` of a token of 18 characters or more): a run that starts with
   those 6 and ends with those 4 characters, 18 or more in all, without whitespace or control
   characters (mask_secret takes its head and tail after removing these);
@@ -15,11 +15,17 @@ A mask stands for exactly what redact.py could have made it from, and nothing el
 - ``[REDACTED PRIVATE KEY]``: a PEM private key block, up to its first END line;
 - ``+123****5678`` / ``+1****78`` (E.164 phone numbers): the digits the mask hides (1-8 for
   the long form, exactly 4 for the 8-character one).
-Each mask also stands for itself (a text can hold an ellipsis or markdown ``***``), and all
-text outside the masks must be equal, character for character. A value redact.py masks with
-whitespace in it (a quoted JSON value ``"my pass phrase"``) and the separators its JSON and
-env passes rewrite (``"token":"x"`` -> ``"token": "***"``, ``KEY = x`` -> ``KEY=***``) are not
-modelled: such a copy stays a message of its own (kept, never lost).
+Where the mask stands narrows it further, as redact.py's patterns do: after ``=``, a quote, ``:``
+(a header, a YAML key), ``/`` (``scheme://TOKEN@``) or an Authorization scheme word any value; at
+the start, after whitespace or punctuation (or an escape such as ``\\n``) only a token with one of
+the vendor prefixes (``sk-``, ``ghp_``, ``eyJ``, ... : PREFIXES) or a Zhipu key; inside a word
+nothing (``Loading...done`` is text). Each mask also stands for itself (a text can hold an
+ellipsis or markdown ``***``), and all text outside the masks must be equal, character for
+character. Not modelled, so such a copy stays a message of its own (kept, never lost): a value
+redact.py masks with whitespace in it (a quoted JSON value ``"my pass phrase"``, a vault value
+with spaces), the separators its JSON and env passes rewrite (``"token":"x"`` -> ``"token": "***"``,
+``KEY = x`` -> ``KEY=***``), a plugin's own patterns, a token split by control characters, and
+``[redaction-unavailable]`` (redact_for_egress's whole-text fallback).
 """
 
 from __future__ import annotations
@@ -28,24 +34,46 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-_MASKS = re.compile(
-    r"(?P<pem>\[REDACTED PRIVATE KEY\])"
-    r"|(?P<long_phone>\+\d{3})\*{4}(?P<long_phone_end>\d{4})(?![A-Za-z0-9])"
-    r"|(?P<short_phone>\+\d)\*{4}(?P<short_phone_end>\d{2})(?![A-Za-z0-9])"
-    r"|«redacted:(?P<label>[^\s…»]+)…»"
-    r"|(?P<sentinel>«redacted-(?:vault-)?secret»)"
-    r"|(?P<head>\S{6})\.\.\.(?P<tail>\S{4})"
-    r"|(?P<stars>\*\*\*)"
-)
+# Each mask's shape, looked for at every position (one can start inside another's text: ``KEY=00000....0000``
+# holds a head/tail mask from ``=00000`` and from ``00000.``; which one redact.py made, the match decides).
+_MASKS = tuple(re.compile(f"(?=({shape}))") for shape in (
+    r"\[REDACTED PRIVATE KEY\]",
+    r"(?P<long_phone>\+\d{3})\*{4}(?P<long_phone_end>\d{4})(?![A-Za-z0-9])",
+    r"(?P<short_phone>\+\d)\*{4}(?P<short_phone_end>\d{2})(?![A-Za-z0-9])",
+    r"«redacted:(?P<label>[^\s…»]+)…»",
+    r"(?P<sentinel>«redacted-(?:vault-)?secret»)",
+    r"(?P<head>\S{6})\.\.\.(?P<tail>\S{4})",
+    r"(?P<stars>\*\*\*)",
+))
 # The characters mask_secret removes before it measures a token and takes its head and tail.
 _CONTROL = "\x00-\x1f\x7f\x80-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
 _PEM = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----")
-_RUNS = {"token": re.compile(rf"[^\s{_CONTROL}]*"), "run": re.compile(r"\S*"), "digits": re.compile(r"\d*")}
+# Every body character of redact.py's prefix patterns and JWTs (Codex tokens and JWTs hold '=').
+_BODY = "A-Za-z0-9_.=-"
+_RUNS = {"token": re.compile(rf"[^\s{_CONTROL}]*"), "run": re.compile(r"\S*"), "digits": re.compile(r"\d*"),
+         "body": re.compile(rf"[{_BODY}]*")}
+# The literal prefixes of redact.py's _PREFIX_PATTERNS, and the JWT's: what a token redact.py masks
+# outside an assignment, a field or a header starts with.
+PREFIXES = (
+    "sk-", "ghp_", "github_pat_", "gho_", "ghu_", "ghs_", "ghr_", "xapp-", "xoxb-", "xoxa-", "xoxp-", "xoxr-",
+    "xoxs-", "AIza", "pplx-", "fal_", "fc-", "bb_live_", "gAAAA", "AKIA", "sk_live_", "sk_test_", "rk_live_", "SG.",
+    "hf_", "r8_", "npm_", "pypi-", "dop_v1_", "doo_v1_", "am_", "sk_", "tvly-", "exa_", "gsk_", "syt_", "retaindb_",
+    "hsk-", "mem0_", "brv_", "xai-", "ntn_", "fw-", "fw_", "fpk_", "glpat-", "gloas-", "gldt-", "glrt-", "glrtr-",
+    "glcbt-", "glptt-", "glft-", "glimt-", "glagent-", "glsoat-", "glffct-", "glwt-", "GR1348941", "pk-lf-", "eyJ",
+)
+_SHORT = 17  # _mask_token masks a token below 18 characters as ***
+# What may stand before a mask of any value: an assignment's '=', a field's quote, a header's or a YAML
+# key's ':', a URL's '/' (scheme://TOKEN@) — or an Authorization header's scheme word.
+_ANY_VALUE_AFTER = frozenset("=:\"'/")
+_AUTH_SCHEME = re.compile(r"(?:Proxy-)?Authorization:\s*[A-Za-z][\w.+-]*\s+$", re.IGNORECASE)
+_AFTER_ESCAPE = re.compile(r"(?:\\[A-Za-z]|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2})$")
+_ZHIPU_HEAD = re.compile(r"[0-9a-f]{6}")
+Context = Literal["any", "prefixed", "none"]
 _CHEAP_GATE = ("...", "***", "«redacted", "[REDACTED PRIVATE KEY]")
 # Past this many candidate positions a match is given up (never assumed): a mask over a huge run.
 _MOST_POSITIONS = 200_000
 
-RunKind = Literal["token", "run", "digits"]
+RunKind = Literal["token", "run", "digits", "body"]
 
 
 @dataclass(frozen=True)
@@ -62,41 +90,90 @@ class PemBlock:
     """A private key block, which ``[REDACTED PRIVATE KEY]`` hid."""
 
 
-Atom = str | Gap | PemBlock
-Segment = tuple[tuple[Atom, ...], ...]  # alternatives, each a sequence of atoms
+@dataclass(frozen=True)
+class PrefixedToken:
+    """A token that starts with one of PREFIXES, of at most `most` characters, which a mask hid."""
+
+    most: int
 
 
-def _stands_for(match: re.Match[str]) -> tuple[Atom, ...]:
-    group = match.group
-    if group("pem"):
+Atom = str | Gap | PemBlock | PrefixedToken
+
+
+def _context(before: str) -> Context:
+    """What redact.py can have masked right after `before`: any value (after an assignment's '=', a
+    quote, a header's or YAML key's ':'), only a prefixed token (at the start, after whitespace or
+    punctuation, after an escape such as ``\\n``), or nothing (inside a word)."""
+    if not before:
+        return "prefixed"
+    last = before[-1]
+    if last in _ANY_VALUE_AFTER:
+        return "any"
+    if last.isspace():
+        stripped = before.rstrip(" \t")
+        return "any" if stripped.endswith(":") or _AUTH_SCHEME.search(before[-80:]) else "prefixed"
+    if last.isalnum() or last in "_-":
+        return "prefixed" if _AFTER_ESCAPE.search(before[-6:]) else "none"
+    return "prefixed"
+
+
+def _prefixed_head(head: str) -> bool:
+    """Whether a head/tail mask's head can begin a prefixed token (or a Zhipu key: 32 hex digits first)."""
+    return bool(_ZHIPU_HEAD.fullmatch(head)) or any(
+        head.startswith(prefix) if len(prefix) <= len(head) else prefix.startswith(head) for prefix in PREFIXES)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A mask in a redacted text: where it stands and what it can have hidden there."""
+
+    start: int
+    end: int
+    hidden: tuple[Atom, ...]
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A text with the masks it may hold (each may be text as well: an ellipsis, markdown ``***``)."""
+
+    text: str
+    masks: tuple[Mask, ...]  # by start
+
+
+def _stands_for(match: re.Match[str], context: Context) -> tuple[Atom, ...] | None:
+    """What the mask can have hidden where it stands (None: nothing, it is text)."""
+    group = match.groupdict()
+    if match.group(1).startswith("[REDACTED"):
         return (PemBlock(),)
-    if group("long_phone"):
-        return (group("long_phone"), Gap(1, 8, "digits"), group("long_phone_end"))
-    if group("short_phone"):
-        return (group("short_phone"), Gap(4, 4, "digits"), group("short_phone_end"))
-    if group("label"):
-        return (group("label"), Gap(1, None, "run"))
-    if group("head"):
-        return (group("head"), Gap(8, None, "token"), group("tail"))
-    return (Gap(1, None, "run"),)
+    if group.get("long_phone"):
+        return (group["long_phone"], Gap(1, 8, "digits"), group["long_phone_end"])
+    if group.get("short_phone"):
+        return (group["short_phone"], Gap(4, 4, "digits"), group["short_phone_end"])
+    if group.get("label"):
+        return (group["label"], Gap(1, None, "run"))
+    if group.get("sentinel"):  # a vault value is replaced wherever it stands
+        return (Gap(1, None, "run"),)
+    if context == "none":
+        return None
+    if head := group.get("head"):
+        if context == "any":
+            return (head, Gap(8, None, "token"), group["tail"])
+        return (head, Gap(8, None, "body"), group["tail"]) if _prefixed_head(head) else None
+    return (Gap(1, None, "run"),) if context == "any" else (PrefixedToken(_SHORT),)
 
 
-def masked(text: str) -> tuple[Segment, ...] | None:
-    """The text as literal pieces and masks (each: itself, or what it hid); None without a mask."""
+def masked(text: str) -> Masked | None:
+    """The masks a redacted text may hold; None when it holds none."""
     if not any(gate in text for gate in _CHEAP_GATE):
         return None
-    segments: list[Segment] = []
-    at = 0
-    for match in _MASKS.finditer(text):
-        if match.start() > at:
-            segments.append(((text[at:match.start()],),))
-        segments.append(((match.group(),), _stands_for(match)))
-        at = match.end()
-    if not segments:
-        return None
-    if at < len(text):
-        segments.append(((text[at:],),))
-    return tuple(segments)
+    masks = []
+    for shape in _MASKS:
+        for match in shape.finditer(text):
+            start = match.start()
+            hidden = _stands_for(match, _context(text[max(0, start - 80):start]))
+            if hidden is not None:
+                masks.append(Mask(start, start + len(match.group(1)), hidden))
+    return Masked(text, tuple(sorted(masks, key=lambda m: (m.start, m.end)))) if masks else None
 
 
 def has_mask(text: str) -> bool:
@@ -108,6 +185,8 @@ def _advance(atom: Atom, text: str, positions: set[int]) -> set[int]:
         return {p + len(atom) for p in positions if text.startswith(atom, p)}
     if isinstance(atom, PemBlock):
         return {m.end() for p in positions if (m := _PEM.match(text, p))}
+    if isinstance(atom, PrefixedToken):
+        return _prefixed(text, positions, atom.most)
     reached: set[int] = set()
     runs = _RUNS[atom.kind]
     for p in positions:
@@ -121,22 +200,49 @@ def _advance(atom: Atom, text: str, positions: set[int]) -> set[int]:
     return reached
 
 
-def could_redact_to(original: str, segments: tuple[Segment, ...]) -> bool:
-    """Whether redact.py could have turned `original` into the masked text `segments` describe."""
-    positions = {0}
-    for alternatives in segments:
-        reached: set[int] = set()
-        for atoms in alternatives:
-            current = positions
-            for atom in atoms:
-                current = _advance(atom, original, current)
-                if not current:
-                    break
-            reached |= current
-        positions = reached
+def _prefixed(text: str, positions: set[int], most: int) -> set[int]:
+    reached: set[int] = set()
+    for p in positions:
+        for prefix in PREFIXES:
+            if text.startswith(prefix, p):
+                body = _RUNS["body"].match(text, p + len(prefix))
+                end = min(body.end() if body else p + len(prefix), p + most)
+                reached.update(range(p + len(prefix) + 1, end + 1))
+    return reached
+
+
+def could_redact_to(original: str, redacted: Masked) -> bool:
+    """Whether redact.py could have turned `original` into `redacted.text`: outside the masks taken
+    as masks the texts are equal, and each such mask stands for what it can have hidden."""
+    text, masks = redacted.text, redacted.masks
+    seen: set[tuple[int, int]] = set()
+    pending = [(0, 0)]  # (where the redacted text goes on, where the original does)
+    while pending:
+        at, there = pending.pop()
+        if text[at:] == original[there:]:
+            return True
+        for mask in masks:
+            if mask.start < at:
+                continue
+            literal = text[at:mask.start]
+            if not original.startswith(literal, there):
+                break  # a later mask's literal run holds this one
+            for end in _hidden_ends(mask.hidden, original, there + len(literal)):
+                if (mask.end, end) not in seen:
+                    seen.add((mask.end, end))
+                    pending.append((mask.end, end))
+            if len(seen) > _MOST_POSITIONS:
+                return False
+    return False
+
+
+def _hidden_ends(atoms: tuple[Atom, ...], original: str, start: int) -> set[int]:
+    positions = {start}
+    for atom in atoms:
+        positions = _advance(atom, original, positions)
         if not positions:
-            return False
-    return len(original) in positions
+            break
+    return positions
 
 
 def unredacted_side(a: str, b: str) -> int | None:
