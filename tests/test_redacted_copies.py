@@ -123,6 +123,10 @@ def test_a_snapshot_alone_is_stored_as_it_is_and_unmasked_when_the_jsonl_comes(t
     ("API_KEY=hunter2 and then", "API_KEY=*** and than"),
     # *** hides one run, never two words.
     ("my password is two words ok", "my password is *** ok"),
+    # Markdown, not a mask: after whitespace redact.py masks only a vendor-prefixed token.
+    ("Title\n---\nBody", "Title\n***\nBody"),
+    # Inside a word no mask starts (an ellipsis).
+    ("Loadingabcdefghijdone", "Loading...done"),
     # Neither text holds a mask: different texts, however close.
     (f"use my key {KEY} for the call", f"use my key {KEY} for the call!"),
 ])
