@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
 from hermes_state_tools.ingest.align import Key, comparable_text, pair_in_gaps
 from hermes_state_tools.ingest.redaction import unredacted_side
 
@@ -25,6 +26,16 @@ class Copy:
     tool_call_id: str | None
     content: Any  # None for a stored row whose text was not read (it holds no mask)
     stored: bool  # a row in the database (its text is replaced only by text)
+
+    @classmethod
+    def of(cls, message: LegacyMessage) -> Copy:
+        return cls(message.role, message.tool_call_id, message.content, False)
+
+
+def masked_notice(copy: LegacySession, count: int) -> Problem:
+    return Problem(copy.file, None, "redacted_copy", (
+        f"session {copy.session_id}: {count} message(s) differ from another copy only where Hermes masked "
+        "secrets; each is stored once, with its text as the copy without the masks has it"))
 
 
 def _plain_text(content: Any) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
 from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key
-from hermes_state_tools.ingest.masked_copies import Copy, pair_masked, unmasked_side
+from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, pair_masked, unmasked_side
 from hermes_state_tools.ingest.timeline import STEP, place_run
 
 IMPORTED_END_REASON = "imported"
@@ -189,15 +189,11 @@ def _copy_of(slot: _Slot) -> Copy:
     return Copy(slot.stored.role, slot.stored.tool_call_id, slot.stored.content, True)
 
 
-def _incoming_copy(message: LegacyMessage) -> Copy:
-    return Copy(message.role, message.tool_call_id, message.content, False)
-
-
 def _unmask(slot: _Slot, message: LegacyMessage) -> bool:
     """Keep the message's text when the slot's is the same with secrets masked (the masked text
     goes to the extra data: were the two different messages after all, neither is lost); True when
     one of the two was a masked copy of the other."""
-    side = unmasked_side(_copy_of(slot), _incoming_copy(message))
+    side = unmasked_side(_copy_of(slot), Copy.of(message))
     if side == 1 and slot.stored is not None and slot.unmasked is None:
         slot.unmasked = message.content
         slot.fill_extra.setdefault(MASKED_KEY, slot.stored.content)
@@ -225,7 +221,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
             repeats = len(dropped)
             matched = align(existing_keys, keys)
     matched = pair_masked(matched, lambda e: _copy_of(slots[e]), existing_keys,
-                          [_incoming_copy(m) for m in incoming], keys)
+                          [Copy.of(m) for m in incoming], keys)
     additions: dict[int, list[_Slot]] = {}
     masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
@@ -251,9 +247,7 @@ def _merge_messages(existing: Existing | None, copies: list[LegacySession]
         slots, present, masked = _merge_copy(slots, list(copy.messages))
         duplicates += copy.duplicates_skipped + present
         if masked:
-            problems.append(Problem(copy.file, None, "redacted_copy", (
-                f"session {copy.session_id}: {masked} message(s) differ from another copy only where Hermes "
-                "masked secrets; each is stored once, with its text as the copy without the masks has it")))
+            problems.append(masked_notice(copy, masked))
     return slots, duplicates, problems
 
 
