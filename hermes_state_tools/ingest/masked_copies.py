@@ -42,14 +42,16 @@ def _plain_text(content: Any) -> bool:
     return isinstance(content, str) and not content.startswith(jsonutil.MULTIMODAL_PREFIX)
 
 
-def unmasked_side(first: Copy, other: Copy) -> int | None:
+def unmasked_side(first: Copy, other: Copy, texts: Callable[[Copy], str | None] | None = None) -> int | None:
     """0 when `other` is `first` with secrets masked, 1 when `first` is `other` masked, None when
-    neither is (equal texts included) or `first` is a stored row that only parts could unmask."""
+    neither is (equal texts included) or `first` is a stored row that only parts could unmask.
+    `texts` gives a copy's comparable text (a cache, when one copy is compared with many)."""
     if first.role != other.role or first.tool_call_id != other.tool_call_id or first.content is None:
         return None
     if first.content == other.content:
         return None
-    ours, theirs = comparable_text(first.role, first.content), comparable_text(other.role, other.content)
+    text_of = texts or _comparable
+    ours, theirs = text_of(first), text_of(other)
     if ours is None or theirs is None:
         return None
     side = unredacted_side(ours, theirs)
@@ -58,15 +60,29 @@ def unmasked_side(first: Copy, other: Copy) -> int | None:
     return side
 
 
+def _comparable(copy: Copy) -> str | None:
+    return comparable_text(copy.role, copy.content)
+
+
 def pair_masked(matched: list[int | None], firsts: Callable[[int], Copy], first_keys: list[Key],
                 incoming: list[Copy], keys: list[Key]) -> list[int | None]:
     """`matched` (incoming index -> first-copy index) with the masked copies paired in place."""
     if all(index is not None for index in matched):
         return matched
 
+    known: dict[int, str | None] = {}  # by id(): the copies live as long as this call
+
+    def text_of(copy: Copy) -> str | None:
+        if id(copy) not in known:
+            known[id(copy)] = _comparable(copy)
+        return known[id(copy)]
+
+    views: dict[int, Copy] = {}
+
     def same(first: int, new: int) -> bool:
         if first_keys[first][0] != keys[new][0] or first_keys[first][2:] != keys[new][2:]:
             return False  # another role, other tool calls (the key's third part), another tool call id
-        return unmasked_side(firsts(first), incoming[new]) is not None
+        view = views.setdefault(first, firsts(first))
+        return unmasked_side(view, incoming[new], text_of) is not None
 
     return pair_in_gaps(matched, len(first_keys), same)

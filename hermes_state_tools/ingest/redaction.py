@@ -25,11 +25,13 @@ character. Not modelled, so such a copy stays a message of its own (kept, never 
 redact.py masks with whitespace in it (a quoted JSON value ``"my pass phrase"``, a vault value
 with spaces), the separators its JSON and env passes rewrite (``"token":"x"`` -> ``"token": "***"``,
 ``KEY = x`` -> ``KEY=***``), a plugin's own patterns, a token split by control characters, and
-``[redaction-unavailable]`` (redact_for_egress's whole-text fallback).
+``[redaction-unavailable]`` (redact_for_egress's whole-text fallback), and a text with more than
+_MOST_CANDIDATES places a mask could start (a dump of dots or stars), which is compared as it is.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -70,6 +72,8 @@ _AFTER_ESCAPE = re.compile(r"(?:\\[A-Za-z]|\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2})$
 _ZHIPU_HEAD = re.compile(r"[0-9a-f]{6}")
 Context = Literal["any", "prefixed", "none"]
 _CHEAP_GATE = ("...", "***", "«redacted", "[REDACTED PRIVATE KEY]")
+# A text with more places a mask could start is taken as text: comparing it would cost too much.
+_MOST_CANDIDATES = 2000
 # Past this many candidate positions a match is given up (never assumed): a mask over a huge run.
 _MOST_POSITIONS = 200_000
 
@@ -162,13 +166,18 @@ def _stands_for(match: re.Match[str], context: Context) -> tuple[Atom, ...] | No
     return (Gap(1, None, "run"),) if context == "any" else (PrefixedToken(_SHORT),)
 
 
+@functools.lru_cache(maxsize=256)  # a gap's texts are compared with each other (align.pair_in_gaps)
 def masked(text: str) -> Masked | None:
     """The masks a redacted text may hold; None when it holds none."""
     if not any(gate in text for gate in _CHEAP_GATE):
         return None
     masks = []
+    looked_at = 0
     for shape in _MASKS:
         for match in shape.finditer(text):
+            looked_at += 1
+            if looked_at > _MOST_CANDIDATES:
+                return None  # a dump of dots or stars: compared as it is (a copy of its own at worst)
             start = match.start()
             hidden = _stands_for(match, _context(text[max(0, start - 80):start]))
             if hidden is not None:
@@ -215,6 +224,9 @@ def could_redact_to(original: str, redacted: Masked) -> bool:
     """Whether redact.py could have turned `original` into `redacted.text`: outside the masks taken
     as masks the texts are equal, and each such mask stands for what it can have hidden."""
     text, masks = redacted.text, redacted.masks
+    last_end = max(mask.end for mask in masks)
+    if not (original.startswith(text[:masks[0].start]) and original.endswith(text[last_end:])):
+        return False  # what comes before every mask and after them all is text in both (the usual miss)
     seen: set[tuple[int, int]] = set()
     pending = [(0, 0)]  # (where the redacted text goes on, where the original does)
     while pending:
