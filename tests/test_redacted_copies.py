@@ -169,6 +169,20 @@ def test_the_first_copy_masked_takes_the_text_of_a_later_unmasked_one():
     assert [p.kind for p in plan.problems] == ["redacted_copy"] and plan.duplicates == 4
 
 
+def test_a_tool_result_matched_by_its_call_id_keeps_the_unmasked_output():
+    call = [{"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]
+
+    def copy(kind: str, output: str) -> LegacySession:
+        return LegacySession(SID, f"/files/{kind}", kind, fields={"source": "cli"}, messages=(
+            LegacyMessage("user", "show env"), LegacyMessage("assistant", None, tool_calls=call),
+            LegacyMessage("tool", output, tool_call_id="call_1"), LegacyMessage("assistant", "done")))
+    said, masked = f"OPENAI_API_KEY={KEY}\nHOME=/root", "OPENAI_API_KEY=sk-pro...1234\nHOME=/root"
+    for kinds in (("jsonl", said), ("snapshot", masked)), (("snapshot", masked), ("save", said)):
+        plan = plan_session(SID, [copy(kind, text) for kind, text in kinds], None, START)
+        assert [m.content for m, _t, _i in plan.inserts][2] == said and len(plan.inserts) == 4
+        assert [p.kind for p in plan.problems] == ["redacted_copy"]
+
+
 # --- The mask model against redact.py's masks (hypothesis) -------------------------------------------
 
 _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
