@@ -49,6 +49,8 @@ _KINDS = (
     ProblemKind("session_id_mismatch", False, "a snapshot's own session_id differs from its file name"),
     ProblemKind("compression_child", False, "a snapshot named after a session held its compression child; "
                 "imported into the child"),
+    ProblemKind("redacted_copy", False, "a message differs from another copy of it only where Hermes masked "
+                "secrets (a redacted JSON snapshot); stored once, with the text the unmasked copy has"),
     ProblemKind("duplicate_block", False, "a file repeats a whole earlier block; the repeat was not stored again"),
     ProblemKind("lone_surrogate", False, "text held an unpaired surrogate, stored as U+FFFD"),
     ProblemKind("copy_name", False, "a file named as a copy of a session's (\"X (1)\", \"X - Copy\") was read as "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -73,6 +73,16 @@ def content_key(role: str, content: Any) -> str | bytes:
     return _text_key(cleaned_text(content) if role == "assistant" else content)
 
 
+def comparable_text(role: str, content: Any) -> str | None:
+    """The text content_key compares, in full (None for content that is no text)."""
+    content = jsonutil.decode_content(content)
+    if isinstance(content, list):
+        content = durable_text(content)
+    if not isinstance(content, str):
+        return None
+    return SURROGATE.sub("\ufffd", (cleaned_text(content) if role == "assistant" else content).strip())
+
+
 def _canonical(value: Any) -> str:
     if value is None:
         return ""
@@ -124,3 +134,45 @@ def insertion_points(matched: list[int | None]) -> list[int]:
         after = index + 1 if index is not None else after
         points.append(after)
     return points
+
+
+def pair_in_gaps(matched: list[int | None], existing_count: int, same: Callable[[int, int], bool],
+                 most_pairs: int = 10_000) -> list[int | None]:
+    """`matched` with more pairs: between two messages the alignment matched, the unmatched incoming
+    and existing messages that `same(existing, incoming)` says are one message, in order (the longest
+    such pairing). Only there: a message is never paired with one elsewhere in the session. A gap
+    whose pairing would cost more than `most_pairs` comparisons is left as it is."""
+    paired = list(matched)
+    start, before = 0, -1
+    for at in range(len(matched) + 1):
+        if at < len(matched) and matched[at] is None:
+            continue
+        after = matched[at] if at < len(matched) else existing_count
+        assert after is not None
+        news, olds = range(start, at), range(before + 1, after)
+        if news and olds and len(news) * len(olds) <= most_pairs:
+            for old, new in _longest_pairing(list(olds), list(news), same):
+                paired[new] = old
+        start, before = at + 1, after
+    return paired
+
+
+def _longest_pairing(olds: list[int], news: list[int], same: Callable[[int, int], bool]) -> list[tuple[int, int]]:
+    """The longest order-keeping pairing of `olds` with `news` under `same` (a small LCS table)."""
+    table = [[0] * (len(news) + 1) for _ in range(len(olds) + 1)]
+    hits: dict[tuple[int, int], bool] = {}
+    for i in range(len(olds) - 1, -1, -1):
+        for j in range(len(news) - 1, -1, -1):
+            hits[i, j] = same(olds[i], news[j])
+            best = max(table[i + 1][j], table[i][j + 1])
+            table[i][j] = max(best, table[i + 1][j + 1] + 1) if hits[i, j] else best
+    pairs, i, j = [], 0, 0
+    while i < len(olds) and j < len(news):
+        if hits[i, j] and table[i][j] == table[i + 1][j + 1] + 1:
+            pairs.append((olds[i], news[j]))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs

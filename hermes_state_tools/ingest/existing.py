@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
+from typing import Any
 
 from hermes_state_tools.core import jsonutil
-from hermes_state_tools.core.records import FOREIGN_ROLES
+from hermes_state_tools.core.records import FOREIGN_ROLES, LegacySession
 from hermes_state_tools.core.schema import table_columns
-from hermes_state_tools.ingest.align import message_key
+from hermes_state_tools.ingest.align import durable_text, message_key
 from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
+from hermes_state_tools.ingest.redaction import has_mask
 from hermes_state_tools.tables import extras
 
 Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
 
 
-def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
+def texts_wanted(copies: Iterable[LegacySession]) -> bool:
+    """Whether a copy holds text with redaction masks: only then are the stored texts needed
+    (to tell whether one is that text unmasked, masked_copies.py)."""
+    return any(_masked_content(m.content) for c in copies for m in c.messages)
+
+
+def _masked_content(content: Any) -> bool:
+    if isinstance(content, str):  # the cheap gate on the raw text: cleaning and stripping make no mask
+        return has_mask(content)
+    text = durable_text(content) if isinstance(content, list) else None
+    return text is not None and has_mask(text)
+
+
+def load_existing(conn: sqlite3.Connection, session_id: str, texts: bool = False) -> Existing | None:
     """The session row and its messages as alignment needs them, or None when it is not stored.
 
     Rows are streamed and each keeps its alignment key (a digest for long text), not its content:
-    a re-import holds no second copy of a big session's text. Rows that are no message (the
+    a re-import holds no second copy of a big session's text. A text with redaction masks is kept
+    (a copy may hold it unmasked), and with `texts` every text. Rows that are no message (the
     February 2026 gateway's session_meta rows) stay out of the alignment; the writer moves them."""
     row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
@@ -43,7 +60,8 @@ def load_existing(conn: sqlite3.Connection, session_id: str) -> Existing | None:
         missing = absent | {c for c, v in zip(enriched, m[6:], strict=True) if v is None or v == ""}
         if isinstance(m[2], str) and not m[2].startswith(jsonutil.MULTIMODAL_PREFIX):
             missing |= {PARTS_KEY}  # stored as text: a copy's list of parts (its images) is kept beside it
-        messages.append(ExistingMessage(m[0], m[1], None, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),
+        kept = m[2] if texts or (isinstance(m[2], str) and has_mask(m[2])) else None
+        messages.append(ExistingMessage(m[0], m[1], kept, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),
                                         missing, extra_keys.get(m[0], frozenset())))
     return Existing(dict(row), tuple(messages), tuple(foreign), _parked_parent(conn, session_id))
 

@@ -15,6 +15,7 @@ from typing import Any
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
 from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key
+from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, pair_masked, unmasked_side
 from hermes_state_tools.ingest.timeline import STEP, place_run
 
 IMPORTED_END_REASON = "imported"
@@ -31,6 +32,8 @@ ENRICHED_COLUMNS = ("tool_name", "finish_reason", "reasoning", "token_count", "r
 # From May 2026 the gateway stored a message with an image as its text plus "[screenshot]" while the
 # JSONL kept the parts (the image itself): the parts go to the stored row's extra data under this key.
 PARTS_KEY = "content_parts"
+# A text a redacted copy held (secrets masked) that its unmasked copy's text replaced.
+MASKED_KEY = "masked_text"
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class ExistingMessage:
     tool_call_id: str | None
     tool_calls: Any
     timestamp: float
-    key: Key | None = None  # the alignment key, when it was computed while reading (content is then None)
+    key: Key | None = None  # the alignment key, when it was computed while reading (content is then None
+    # unless the text holds redaction masks or a copy does: existing.load_existing)
     missing: frozenset[str] = frozenset()  # ENRICHED_COLUMNS that are NULL (or '') in the stored row
     extra_keys: frozenset[str] = frozenset()  # keys of the row's extra data
 
@@ -63,6 +67,10 @@ class Enrichment:
     message_id: int
     columns: dict[str, Any]
     extra: dict[str, Any]
+    # The stored text is a redacted copy's (secrets masked) and a copy holds it unmasked: `content`
+    # replaces it, only while the row still holds `masked_content`.
+    content: str | None = None
+    masked_content: str | None = None
 
 
 @dataclass
@@ -74,6 +82,7 @@ class _Slot:
     stored: ExistingMessage | None = None
     fill: dict[str, Any] = field(default_factory=dict)  # a stored row's NULL columns the copies know
     fill_extra: dict[str, Any] = field(default_factory=dict)
+    unmasked: str | None = None  # a stored row's text as a copy holds it without redaction masks
 
     def identity(self) -> Key:
         if self.key is None:
@@ -173,10 +182,33 @@ def inflated(keys: Sequence[Key], reference: Sequence[Key]) -> set[int]:
     return dropped
 
 
-def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int]:
-    """Slots with the copy's missing messages inserted in place; returns them and how many were present."""
+def _copy_of(slot: _Slot) -> Copy:
+    if slot.message is not None:
+        return Copy(slot.message.role, slot.message.tool_call_id, slot.message.content, False)
+    assert slot.stored is not None
+    return Copy(slot.stored.role, slot.stored.tool_call_id, slot.stored.content, True)
+
+
+def _unmask(slot: _Slot, message: LegacyMessage) -> bool:
+    """Keep the message's text when the slot's is the same with secrets masked (the masked text
+    goes to the extra data: were the two different messages after all, neither is lost); True when
+    one of the two was a masked copy of the other."""
+    side = unmasked_side(_copy_of(slot), Copy.of(message))
+    if side == 1 and slot.stored is not None and slot.unmasked is None:
+        slot.unmasked = message.content
+        slot.fill_extra.setdefault(MASKED_KEY, slot.stored.content)
+    elif side == 1 and slot.message is not None:
+        extra = {MASKED_KEY: slot.message.content, **slot.message.extra}
+        slot.message = replace(slot.message, content=message.content, extra=extra)
+        slot.key = None  # the unmasked text is what a later copy aligns with
+    return side is not None
+
+
+def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int, int]:
+    """Slots with the copy's missing messages inserted in place; returns them, how many were present
+    and how many of those differed from their slot only where redaction masked one of them."""
     if not slots:  # nothing to align against (the usual case: a session new to the database)
-        return [_Slot(None, m.timestamp, m) for m in incoming], 0
+        return [_Slot(None, m.timestamp, m) for m in incoming], 0, 0
     keys = [_key_of(m) for m in incoming]
     existing_keys = [s.identity() for s in slots]
     matched = align(existing_keys, keys)
@@ -188,27 +220,35 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
             keys = [k for n, k in enumerate(keys) if n not in dropped]
             repeats = len(dropped)
             matched = align(existing_keys, keys)
+    matched = pair_masked(matched, lambda e: _copy_of(slots[e]), existing_keys,
+                          [Copy.of(m) for m in incoming], keys)
     additions: dict[int, list[_Slot]] = {}
+    masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
         if index is None:
             additions.setdefault(point, []).append(_Slot(None, message.timestamp, message))
         else:
+            masked += _unmask(slots[index], message)
             _take_fields(slots[index], message)
     merged: list[_Slot] = []
     for position in range(len(slots) + 1):
         merged += additions.get(position, [])
         if position < len(slots):
             merged.append(slots[position])
-    return merged, repeats + sum(index is not None for index in matched)
+    return merged, repeats + sum(index is not None for index in matched), masked
 
 
-def _merge_messages(existing: Existing | None, copies: list[LegacySession]) -> tuple[list[_Slot], int]:
+def _merge_messages(existing: Existing | None, copies: list[LegacySession]
+                    ) -> tuple[list[_Slot], int, list[Problem]]:
     slots = _existing_slots(existing)
     duplicates = 0
+    problems = []
     for copy in copies:
-        slots, present = _merge_copy(slots, list(copy.messages))
+        slots, present, masked = _merge_copy(slots, list(copy.messages))
         duplicates += copy.duplicates_skipped + present
-    return slots, duplicates
+        if masked:
+            problems.append(masked_notice(copy, masked))
+    return slots, duplicates, problems
 
 
 def _timestamps(slots: list[_Slot], hints: tuple[float | None, float | None], fallback: float) -> list[float | None]:
@@ -347,8 +387,9 @@ def _enrichments(slots: list[_Slot], name_tools: bool) -> list[Enrichment]:
             names = _call_names(slots) if names is None else names
             if stored.tool_call_id in names:
                 slot.fill["tool_name"] = names[stored.tool_call_id]
-        if slot.fill or slot.fill_extra:
-            out.append(Enrichment(stored.id, dict(slot.fill), dict(slot.fill_extra)))
+        if slot.fill or slot.fill_extra or slot.unmasked is not None:
+            out.append(Enrichment(stored.id, dict(slot.fill), dict(slot.fill_extra), slot.unmasked,
+                                  stored.content if slot.unmasked is not None else None))
     return out
 
 
@@ -356,7 +397,7 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
                  fallback_start: float, end_hint: float | None = None) -> SessionPlan:
     """What importing these copies of one session would change in the database."""
     copies = sorted(copies, key=lambda c: KIND_ORDER.get(c.kind, 9))
-    slots, duplicates = _merge_messages(existing, [c for c in copies if c.has_messages])
+    slots, duplicates, problems = _merge_messages(existing, [c for c in copies if c.has_messages])
     start_hint = _first(copies, "started_at")
     times = _timestamps(slots, (start_hint, end_hint), start_hint or fallback_start)
     retimed = _keep_order(slots, times)
@@ -373,5 +414,6 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     return SessionPlan(
         session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
         inserts=[(m, float(t), i) for m, t, i in inserts if t is not None], retimed=retimed, duplicates=duplicates,
+        problems=problems,
         enrich=_enrichments(slots, name_tools), foreign_ids=existing.foreign_ids if existing else (),
     )

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacySession, Problem
-from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing
+from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing, texts_wanted
 from hermes_state_tools.ingest.merge_copies import (
     Enrichment,
     Existing,
@@ -141,7 +141,7 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
     elif conn is None or (known is not None and unit.session_id not in known):
         existing = None
     else:
-        existing = load_existing(conn, unit.session_id)
+        existing = load_existing(conn, unit.session_id, texts_wanted(unit.copies))
     if not _wanted(unit, existing is not None):
         return None
     copies: list[LegacySession] = unit.copies + ([unit.index_entry] if unit.index_entry else [])

@@ -16,7 +16,7 @@ from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabaseError
 from hermes_state_tools.importers import discover
-from hermes_state_tools.ingest.existing import load_existing
+from hermes_state_tools.ingest.existing import load_existing, texts_wanted
 from hermes_state_tools.ingest.merge_copies import Existing
 from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, left_out, prepare
 from hermes_state_tools.ingest.staging import attached
@@ -176,7 +176,7 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
         for unit in units_of(conn):
             before = written.get(unit.session_id)
             if before is None and conn is not None:
-                before = load_existing(conn, unit.session_id)
+                before = load_existing(conn, unit.session_id, texts_wanted(unit.copies))
             item = prepare(None, unit, before)  # planned against `before`, read once here
             if item is None and (problem := left_out(unit)) is not None:
                 stats.problems.append(problem)

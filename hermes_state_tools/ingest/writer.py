@@ -134,13 +134,18 @@ def _retime(conn: sqlite3.Connection, item: Prepared, problems: list[Problem]) -
 
 
 def _enrich(conn: sqlite3.Connection, item: Prepared) -> None:
-    """Fill stored messages' NULL (or '') columns and add the extra keys they lack; never overwrite."""
+    """Fill stored messages' NULL (or '') columns and add the extra keys they lack; never overwrite,
+    but a text with secrets masked (a redacted snapshot's) by the same text unmasked."""
     for enrichment in item.enrich:
         if enrichment.columns:
             values = {k: _json_text(v) for k, v in enrichment.columns.items()}
             sets = ", ".join(f"{name} = COALESCE(NULLIF({name}, ''), ?)" for name in values)
             conn.execute(f"UPDATE messages SET {sets} WHERE id = ? AND session_id = ?",
                          (*(without_surrogates(v) for v in values.values()), enrichment.message_id, item.session_id))
+        if enrichment.content is not None:  # a masked text, as its unmasked copy has it (the FTS trigger follows)
+            conn.execute("UPDATE messages SET content = ? WHERE id = ? AND session_id = ? AND content = ?",
+                         (without_surrogates(enrichment.content), enrichment.message_id, item.session_id,
+                          enrichment.masked_content))
         extras.add_message_extra(conn, enrichment.message_id, item.session_id, enrichment.extra)
 
 
