@@ -168,3 +168,33 @@ def test_frames_of_an_older_generation_after_a_restart_are_no_damage(tmp_path):
     assert len(_frames(wal)) > 10  # the old generation's frames are still there, past the new ones
     assert wal_frames.scan(wal) is None and wal_frames.find_break(db) is None
     conn.close()
+
+
+@pytest.mark.soak
+def test_four_live_writers_are_never_taken_for_a_damaged_wal(tmp_path):
+    # Writers append, checkpoint and restart the WAL over its old frames while it is scanned: a scan
+    # that raced a write must never say damage (check would fail, and writing commands refuse).
+    import multiprocessing
+
+    import workers
+
+    ctx = multiprocessing.get_context("spawn")
+    db = tmp_path / "state.db"
+    with SessionDB(db) as store:
+        store.create_session("shared", "cli")
+    ready, start, queue = ctx.Queue(), ctx.Event(), ctx.Queue()
+    writers = [ctx.Process(target=workers.append_many, args=(str(db), k, 400, ready, start, queue)) for k in range(4)]
+    for process in writers:
+        process.start()
+    for _ in writers:
+        ready.get(timeout=60)
+    start.set()
+    scans = 0
+    while any(process.is_alive() for process in writers):
+        assert wal_frames.find_break(db) is None
+        scans += 1
+    outcomes = [queue.get(timeout=60) for _ in writers]
+    for process in writers:
+        process.join(timeout=30)
+    assert [error for _role, _value, error in outcomes if error] == [] and scans > 10
+    assert cli("--db", db, "check", "--json").exit_code == 0
