@@ -23,7 +23,7 @@ Exit codes:
   1   problems found or left (listed in the report), or records not imported
   2   usage error, a missing file, or a file that is not a Hermes database
   3   the database has a newer schema than this tool (nothing was changed)
-  65  the database file is damaged (restore a backup)
+  65  the database file is damaged (run check, then recover)
   70  internal error, a bug (--debug shows the traceback)
   74  I/O error: disk full, quota, read/write failure
   75  the database stayed locked by another writer (try again later)
