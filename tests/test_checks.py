@@ -173,3 +173,20 @@ def test_the_checks_run_inside_a_write_transaction_and_leave_it_clean(tmp_path):
 def test_a_finding_reports_as_the_contract_dict():
     assert Finding("missing_parent", "gone", ("s1",)).as_dict() == {
         "kind": "missing_parent", "detail": "gone", "session_ids": ["s1"]}
+
+
+@pytest.mark.parametrize(("name", "which"), [("messages", "leaf"), ("messages", "interior"), ("sessions", "leaf"),
+                                             ("idx_messages_session", "leaf"), ("messages_fts_data", "leaf")])
+def test_a_quick_check_names_the_same_destroyed_objects_as_the_full_one(tmp_path, name, which):
+    # --quick skips dbstat's page walk when quick_check finds nothing: it must still find every
+    # destroyed page quick_check's own walk meets, and name it as the full check does.
+    from page_damage import build_db, destroy_btree
+
+    path = build_db(tmp_path / "state.db")
+    destroy_btree(path, name, which)
+    objects = {}
+    for options in ((), ("--quick",)):
+        code, doc = cli_json("--db", path, "check", *options)
+        assert code == 1
+        objects[options] = {p["object"] for p in doc["problems"] if p["kind"] == "integrity"}
+    assert name in objects[()] and name in objects[("--quick",)], objects
