@@ -38,7 +38,7 @@ from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.read_open import ReadConnection as ReadConnection
 from hermes_state_tools.store.read_open import open_for_reading, open_own_pages, snapshot
 from hermes_state_tools.store.read_open import writer_arrived as writer_arrived
-from hermes_state_tools.store.wal_frames import find_break
+from hermes_state_tools.store.wal_frames import SCAN_BEFORE_WRITE, find_break
 from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
 
 
@@ -231,7 +231,7 @@ def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]]) -
             conn.close()
         if not again:
             break
-    if problem is None and (hidden := find_break(path)) is not None:
+    if problem is None and (hidden := find_break(path, SCAN_BEFORE_WRITE)) is not None:
         problem = f"{hidden.detail()}; `recover` reads past the damage"  # a write here would drop them
     if problem is not None:
         raise DamagedDatabaseError(path, problem)

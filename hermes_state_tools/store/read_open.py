@@ -33,7 +33,7 @@ from hermes_state_tools.core.connection import (
     is_corrupt,
 )
 from hermes_state_tools.core.paths import sidecar_paths
-from hermes_state_tools.store.wal_frames import mend_copy, scan
+from hermes_state_tools.store.wal_frames import find_break, mend_copy
 
 _BUSY_TIMEOUT_S = 1.0
 # mode=ro cannot share the -shm (a read-only folder, a stray -shm a failed writer left): read a copy
@@ -165,7 +165,7 @@ def open_own_pages(path: Path, folder: Path) -> tuple[ReadConnection, Path, Path
         return open_checked(path, "immutable", True), path, None
     folder, copy = snapshot(path, folder)
     copied_wal = sidecar_paths(copy)[0]
-    if copied_wal.exists() and scan(copied_wal.read_bytes()) is not None:
+    if find_break(copy) is not None:
         mend_copy(copied_wal)  # committed frames past a damaged one: the copy's SQLite reads them too
     conn = open_checked(copy, "copy", True)
     try:  # the private copy: its WAL folded into its main file, which the page scan reads

@@ -11,10 +11,13 @@ without the damaged frames, so SQLite reads the rest (what `recover` does).
 
 from __future__ import annotations
 
-import sys
-from array import array
+import io
+import os
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 _MAGIC = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
 _HEADER = 32
@@ -38,19 +41,9 @@ class WalBreak:
                 f"does not read, and the next write to the database drops them{lost}")
 
 
-def _words(data: bytes, big: bool) -> array[int]:
-    words: array[int] = array("I")
-    if words.itemsize != 4:
-        words = array("L")  # a platform whose unsigned int is not 32 bits
-    words.frombytes(data)
-    if big != (sys.byteorder == "big"):
-        words.byteswap()
-    return words
-
-
 def _checksum(data: bytes, s0: int, s1: int, big: bool) -> tuple[int, int]:
-    words = _words(data, big)
-    pairs = iter(words)
+    """SQLite's WAL checksum of `data` (a multiple of 8 bytes), going on from (s0, s1)."""
+    pairs = iter(struct.unpack(f"{'>' if big else '<'}{len(data) // 4}I", data))
     for x0, x1 in zip(pairs, pairs, strict=True):
         s0 = (s0 + x0 + s1) & _MASK
         s1 = (s1 + x1 + s0) & _MASK
@@ -58,97 +51,109 @@ def _checksum(data: bytes, s0: int, s1: int, big: bool) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class _Wal:
-    data: bytes
+class _Header:
     big: bool
     page_size: int
     salts: bytes
-
-    @property
-    def frames(self) -> int:
-        return (len(self.data) - _HEADER) // (_FRAME_HEADER + self.page_size)
-
-    def at(self, number: int) -> int:
-        return _HEADER + (number - 1) * (_FRAME_HEADER + self.page_size)
-
-    def stored(self, number: int) -> tuple[int, int]:
-        """The checksum stored in frame `number` (0: the header's)."""
-        at = 24 if number == 0 else self.at(number) + 16
-        return int.from_bytes(self.data[at:at + 4], "big"), int.from_bytes(self.data[at + 4:at + 8], "big")
-
-    def holds(self, number: int, start: tuple[int, int]) -> bool:
-        """Whether frame `number` is one SQLite reads, its checksum going on from `start`."""
-        at = self.at(number)
-        head = self.data[at:at + _FRAME_HEADER]
-        if head[8:16] != self.salts or head[0:4] == b"\0\0\0\0":
-            return False
-        page = self.data[at + _FRAME_HEADER:at + _FRAME_HEADER + self.page_size]
-        s0, s1 = _checksum(head[0:8], *start, self.big)
-        return _checksum(page, s0, s1, self.big) == self.stored(number)
-
-    def commits(self, number: int) -> bool:
-        at = self.at(number)
-        return self.data[at + 4:at + 8] != b"\0\0\0\0"
-
-    def page(self, number: int) -> int:
-        at = self.at(number)
-        return int.from_bytes(self.data[at:at + 4], "big")
-
-    def generation(self, number: int) -> bool:
-        """Whether the frame carries this WAL's salts (written since its last restart)."""
-        at = self.at(number)
-        return self.data[at + 8:at + 16] == self.salts
+    holds: bool  # its own checksum holds (else SQLite reads no frame of the WAL)
+    checksum: tuple[int, int]  # as stored: the first frame's checksum goes on from it
 
 
-def _parse(data: bytes) -> _Wal | None:
+def _header(data: bytes) -> _Header | None:
     if len(data) < _HEADER:
         return None
     magic = int.from_bytes(data[0:4], "big")
     page_size = int.from_bytes(data[8:12], "big")
     if magic not in _MAGIC or page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
         return None
-    return _Wal(data, bool(magic & 1), page_size, data[16:24])
+    big = bool(magic & 1)
+    stored = _stored(data[24:32])
+    return _Header(big, page_size, data[16:24], _checksum(data[0:24], 0, 0, big) == stored, stored)
 
 
-def _header_holds(wal: _Wal) -> bool:
-    return _checksum(wal.data[0:24], 0, 0, wal.big) == wal.stored(0)
+def _stored(field: bytes) -> tuple[int, int]:
+    return int.from_bytes(field[0:4], "big"), int.from_bytes(field[4:8], "big")
+
+
+@dataclass(frozen=True)
+class _Frame:
+    head: bytes  # the 24-byte frame header
+    page: bytes
+    holds: bool  # SQLite would read it, its checksum going on from the one stored before it
+    current: bool  # it carries this WAL's salts (written since the last restart)
+
+    @property
+    def number(self) -> int:  # the database page it holds
+        return int.from_bytes(self.head[0:4], "big")
+
+    @property
+    def commits(self) -> bool:
+        return self.head[4:8] != b"\0\0\0\0"
+
+
+def _frames(handle: BinaryIO, header: _Header) -> Iterator[_Frame]:
+    """Every whole frame after the header, in order, read one at a time (memory stays flat)."""
+    before = header.checksum
+    size = _FRAME_HEADER + header.page_size
+    while len(frame := handle.read(size)) == size:
+        head, page = frame[:_FRAME_HEADER], frame[_FRAME_HEADER:]
+        current = head[8:16] == header.salts
+        holds = (current and head[0:4] != b"\0\0\0\0"
+                 and _checksum(page, *_checksum(head[0:8], *before, header.big), header.big) == _stored(head[16:24]))
+        yield _Frame(head, page, holds, current)
+        before = _stored(head[16:24])
+
+
+def _scan(handle: BinaryIO) -> WalBreak | None:
+    header = _header(handle.read(_HEADER))
+    if header is None:
+        return None
+    first: int | None = None if header.holds else 0
+    good_pages: set[int] = set()
+    damaged: list[int] = []
+    good = commits = 0
+    for number, frame in enumerate(_frames(handle, header), 1):
+        if first is None and frame.holds:
+            continue  # the part SQLite reads
+        if first is None:
+            first = number
+        if number > first and frame.holds:
+            good, commits = good + 1, commits + frame.commits
+            good_pages.add(frame.number)
+        elif frame.current:  # a frame of an older generation is no damage: the WAL restarted over it
+            damaged.append(frame.number)
+    if first is None or not commits:
+        return None  # whole, or an unfinished tail: nothing past the break was committed
+    return WalBreak(first, good, commits, sum(1 for page in damaged if page not in good_pages))
 
 
 def scan(data: bytes) -> WalBreak | None:
     """The break in these WAL bytes that hides committed frames, or None (none, or only an unfinished
     tail: frames past the break that end no transaction were never committed)."""
-    wal = _parse(data)
-    if wal is None or wal.frames == 0:
-        return None
-    first = 0 if not _header_holds(wal) else next(
-        (n for n in range(1, wal.frames + 1) if not wal.holds(n, wal.stored(n - 1))), None)
-    if first is None:
-        return None
-    good, damaged = [], []
-    for number in range(max(first, 1), wal.frames + 1):
-        if number > first and wal.holds(number, wal.stored(number - 1)):
-            good.append(number)
-        elif wal.generation(number):  # a frame of an older generation is no damage: the WAL restarted over it
-            damaged.append(number)
-    commits = sum(1 for n in good if wal.commits(n))
-    if not commits:
-        return None  # an unfinished tail: nothing past the break was committed
-    pages = {wal.page(n) for n in good}
-    return WalBreak(first, len(good), commits, sum(1 for n in damaged if wal.page(n) not in pages))
+    return _scan(io.BytesIO(data))
 
 
-def find_break(db: Path) -> WalBreak | None:
-    """`scan` of the database's -wal, read twice: a writer that appends or restarts the WAL meanwhile
-    (a live gateway) makes the two reads differ, and then nothing is said (it is no damage)."""
+# Past this size the look before a write is skipped (about 25 ms per MB): a WAL that large is
+# looked at by `check` and `recover`, which read it whole.
+SCAN_BEFORE_WRITE = 64 * 2**20
+
+
+def find_break(db: Path, largest: int | None = None) -> WalBreak | None:
+    """`scan` of the database's -wal (None when it is larger than `largest`), read frame by frame.
+    A writer that appends or restarts the WAL meanwhile (a live gateway) changes its size or time,
+    and then nothing is said: what was read may be torn, and it is no damage."""
     wal = db.with_name(db.name + "-wal")
     try:
-        first = wal.read_bytes()
-        if not first or scan(first) is None:
+        before = wal.stat()
+        if before.st_size == 0 or (largest is not None and before.st_size > largest):
             return None
-        again = wal.read_bytes()
+        with wal.open("rb") as handle:
+            found = _scan(handle)
+        after = wal.stat()
     except OSError:
         return None
-    return scan(again) if again == first else None
+    same = (before.st_size, before.st_mtime_ns, before.st_ino) == (after.st_size, after.st_mtime_ns, after.st_ino)
+    return found if same else None
 
 
 def mend_copy(wal_path: Path) -> int:
@@ -156,22 +161,20 @@ def mend_copy(wal_path: Path) -> int:
     whole, every frame of this generation whose own checksum holds kept in order, the damaged ones
     left out (and those of older generations), the checksums chained again. Returns how many damaged
     frames were left out."""
-    wal = _parse(wal_path.read_bytes())
-    if wal is None:
-        return 0
-    header = bytearray(wal.data[:_HEADER])
-    s0, s1 = _checksum(bytes(header[0:24]), 0, 0, wal.big)
-    header[24:32] = s0.to_bytes(4, "big") + s1.to_bytes(4, "big")
-    out, dropped = [bytes(header)], 0
-    for number in range(1, wal.frames + 1):
-        if not wal.holds(number, wal.stored(number - 1)):
-            dropped += wal.generation(number)
-            continue
-        at = wal.at(number)
-        head = bytearray(wal.data[at:at + _FRAME_HEADER])
-        page = wal.data[at + _FRAME_HEADER:at + _FRAME_HEADER + wal.page_size]
-        s0, s1 = _checksum(page, *_checksum(bytes(head[0:8]), s0, s1, wal.big), wal.big)
-        head[16:24] = s0.to_bytes(4, "big") + s1.to_bytes(4, "big")
-        out += [bytes(head), page]
-    wal_path.write_bytes(b"".join(out))
+    mended, dropped = wal_path.with_name(wal_path.name + ".mended"), 0
+    with wal_path.open("rb") as source:
+        first = source.read(_HEADER)
+        header = _header(first)
+        if header is None:
+            return 0
+        s0, s1 = _checksum(first[0:24], 0, 0, header.big)
+        with mended.open("wb") as out:
+            out.write(first[0:24] + s0.to_bytes(4, "big") + s1.to_bytes(4, "big"))
+            for frame in _frames(source, header):
+                if not frame.holds:
+                    dropped += frame.current
+                    continue
+                s0, s1 = _checksum(frame.page, *_checksum(frame.head[0:8], s0, s1, header.big), header.big)
+                out.write(frame.head[0:16] + s0.to_bytes(4, "big") + s1.to_bytes(4, "big") + frame.page)
+    os.replace(mended, wal_path)
     return dropped
