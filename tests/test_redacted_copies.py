@@ -251,3 +251,34 @@ def test_a_character_changed_outside_the_masks_never_matches(case, data):
     other = data.draw(st.sampled_from([c for c in _LITERAL_CHARS + "*." if c != said[at]]))
     changed = said[:at] + other + said[at + 1:]
     assert unredacted_side(changed, masked) is None and unredacted_side(masked, changed) is None
+
+
+def _masks_without_whitespace() -> tuple[str, str]:
+    """1900 '***' with no whitespace between them (a minified log or JSON): every mask's run reaches
+    the text's end, so each mask could end at thousands of places."""
+    return "a=bb" * 1000 + "c=bb" + "a=bb" * 899 + "Z", "a=***" * 1900 + "Z"
+
+
+def test_masks_over_runs_without_whitespace_are_given_up_early(monkeypatch):
+    from hermes_state_tools.ingest import redaction
+
+    calls = []
+    real = redaction._hidden_ends
+    monkeypatch.setattr(redaction, "_hidden_ends", lambda *args: calls.append(1) or real(*args))
+    redaction.masked.cache_clear()
+    assert unredacted_side(*_masks_without_whitespace()) is None
+    # Each position tried counts: the search stops after _MOST_POSITIONS of them (it went through
+    # 48,000 masks' runs of 7,600 places each, seconds for one pair of messages).
+    assert len(calls) < 5000
+
+
+@pytest.mark.soak
+def test_masks_over_runs_without_whitespace_cost_little():
+    import time
+
+    from hermes_state_tools.ingest import redaction
+
+    redaction.masked.cache_clear()
+    began = time.perf_counter()
+    assert unredacted_side(*_masks_without_whitespace()) is None
+    assert time.perf_counter() - began < 1.0  # 4-6 s before (a gap compares up to 10,000 such pairs)

@@ -31,6 +31,7 @@ _MOST_CANDIDATES places a mask could start (a dump of dots or stars), which is c
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -227,24 +228,29 @@ def could_redact_to(original: str, redacted: Masked) -> bool:
     last_end = max(mask.end for mask in masks)
     if not (original.startswith(text[:masks[0].start]) and original.endswith(text[last_end:])):
         return False  # what comes before every mask and after them all is text in both (the usual miss)
+    starts = [mask.start for mask in masks]
     seen: set[tuple[int, int]] = set()
     pending = [(0, 0)]  # (where the redacted text goes on, where the original does)
+    tried = 0  # positions looked at: masks over long runs without whitespace reach each other's
     while pending:
         at, there = pending.pop()
-        if text[at:] == original[there:]:
+        if len(text) - at == len(original) - there and text[at:] == original[there:]:
             return True
-        for mask in masks:
-            if mask.start < at:
-                continue
+        # Only the masks from `at` on: walking past the earlier ones for every position was
+        # quadratic (seconds for a text of 1900 masks with no whitespace between them).
+        for index in range(bisect.bisect_left(starts, at), len(masks)):
+            mask = masks[index]
             literal = text[at:mask.start]
             if not original.startswith(literal, there):
                 break  # a later mask's literal run holds this one
-            for end in _hidden_ends(mask.hidden, original, there + len(literal)):
+            ends = _hidden_ends(mask.hidden, original, there + len(literal))
+            tried += len(ends)
+            if tried > _MOST_POSITIONS:
+                return False
+            for end in ends:
                 if (mask.end, end) not in seen:
                     seen.add((mask.end, end))
                     pending.append((mask.end, end))
-            if len(seen) > _MOST_POSITIONS:
-                return False
     return False
 
 
