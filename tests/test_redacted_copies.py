@@ -282,3 +282,15 @@ def test_masks_over_runs_without_whitespace_cost_little():
     began = time.perf_counter()
     assert unredacted_side(*_masks_without_whitespace()) is None
     assert time.perf_counter() - began < 1.0  # 4-6 s before (a gap compares up to 10,000 such pairs)
+
+
+def test_a_long_run_of_masked_messages_is_stored_once(tmp_path):
+    """Past 100 masked messages in a row the gap's full pairing costs too much; they are paired in order."""
+    said = [(role, f"step {n}: {role} sets TOKEN=secret{n} now") for n in range(120) for role in ("user", "assistant")]
+    db = stored_db(tmp_path / "state.db", said)
+    home = tmp_path / "home"
+    snapshot(home, [(role, text.replace(f"secret{text.split()[1][:-1]}", "***")) for role, text in said])
+    _code, dry = import_json(db, home, options=["--dry-run"])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(dry) == counts(real) == (0, 0, 0, 240, 0, {})
+    assert stored(db) == said
