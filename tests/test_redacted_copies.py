@@ -294,3 +294,23 @@ def test_a_long_run_of_masked_messages_is_stored_once(tmp_path):
     code, real = import_json(db, home)
     assert code == 0 and counts(dry) == counts(real) == (0, 0, 0, 240, 0, {})
     assert stored(db) == said
+
+
+@pytest.mark.parametrize("stored_as, saved_as", [(SAID, SAID), (SAID, MASKED), (MASKED, MASKED), (MASKED, SAID)])
+def test_a_dry_run_counts_as_the_real_run_when_the_session_comes_back_in_a_save_file(tmp_path, stored_as, saved_as):
+    """The save file is planned against what the JSONL's plan would leave (a dry run writes nothing):
+    the stored rows' keys and texts as the real run reads them, a masked text as the JSONL unmasks it."""
+    db = stored_db(tmp_path / "state.db", stored_as)
+    home = tmp_path / "home"
+    lines = [{"role": r, "content": t, "timestamp": f"2026-06-01T10:00:0{n}"} for n, (r, t) in enumerate(SAID)]
+    write_jsonl(home / "sessions" / f"{SID}.jsonl", [{"role": "session_meta", "platform": "cli"}, *lines,
+                {"role": "user", "content": "more", "timestamp": "2026-06-01T10:00:09"}])
+    saved = home / "sessions" / "saved"
+    saved.mkdir(parents=True)
+    (saved / "hermes_conversation_20260601_100500.json").write_text(json.dumps(
+        {"session_id": SID, "model": "m", "session_start": "2026-06-01T10:00:00",
+         "messages": [{"role": r, "content": t} for r, t in saved_as]}))
+    _code, dry = import_json(db, home, options=["--dry-run"])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(dry) == counts(real) and real["messages_imported"] == 1
+    assert stored(db) == [*SAID, ("user", "more")]
