@@ -314,3 +314,26 @@ def test_a_dry_run_counts_as_the_real_run_when_the_session_comes_back_in_a_save_
     code, real = import_json(db, home)
     assert code == 0 and counts(dry) == counts(real) and real["messages_imported"] == 1
     assert stored(db) == [*SAID, ("user", "more")]
+
+
+_MASKY = st.lists(st.sampled_from([
+    *"ab1 =:\"'/+*.\n«»…-_", "sk-", "sk-pro", "abcdef", "wxyz", "***", "...", "****", "«redacted:", "«redacted-secret»",
+    "[REDACTED PRIVATE KEY]", "+1234", "5678", "+1", "12", "+1****12", "+123****5678"]),
+    max_size=80).map("".join)
+
+
+@given(_MASKY)
+@settings(max_examples=400, deadline=None)
+def test_masks_are_found_at_every_position_a_shape_matches(text):
+    """Only the positions before each shape's anchor are tried: the same masks as trying every position."""
+    from hermes_state_tools.ingest import redaction
+
+    found = []
+    for shape, _anchor, _offset in redaction._MASKS:
+        for match in shape.finditer(text):
+            hidden = redaction._stands_for(match, redaction._context(text[max(0, match.start() - 80):match.start()]))
+            if hidden is not None:
+                found.append(redaction.Mask(match.start(), match.start() + len(match.group(1)), hidden))
+    redaction.masked.cache_clear()
+    result = redaction.masked(text)
+    assert (result.masks if result else ()) == tuple(sorted(found, key=lambda m: (m.start, m.end)))
