@@ -337,3 +337,19 @@ def test_masks_are_found_at_every_position_a_shape_matches(text):
     redaction.masked.cache_clear()
     result = redaction.masked(text)
     assert (result.masks if result else ()) == tuple(sorted(found, key=lambda m: (m.start, m.end)))
+
+
+@pytest.mark.parametrize("said", [
+    [("assistant", "TOKEN=abc"), ("assistant", "TOKEN=def"), ("assistant", "TOKEN=***")],
+    [("user", "KEY=x1"), ("user", "KEY=***"), ("user", "message 2"), ("user", "KEY=y2"), ("user", "KEY=***"),
+     ("assistant", "KEY=z3")],
+])
+def test_a_message_whose_text_is_a_masked_copy_of_others_leaves_them_their_place(tmp_path, said):
+    """'TOKEN=***' said as it is matches its masked copy by text, and the other masked copies still pair."""
+    db = stored_db(tmp_path / "state.db", said)
+    home = tmp_path / "home"
+    snapshot(home, [(role, text.split("=")[0] + "=***" if "=" in text else text) for role, text in said])
+    _code, dry = import_json(db, home, options=["--dry-run"])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(dry) == counts(real) and real["messages_imported"] == 0
+    assert stored(db) == said
