@@ -353,3 +353,27 @@ def test_a_message_whose_text_is_a_masked_copy_of_others_leaves_them_their_place
     code, real = import_json(db, home)
     assert code == 0 and counts(dry) == counts(real) and real["messages_imported"] == 0
     assert stored(db) == said
+
+
+def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_path):
+    """The replacement is guarded by the text read: a row another program changed meanwhile keeps its
+    text, and its extra data gets no masked_text (nothing was replaced)."""
+    import sqlite3
+
+    from hermes_state_tools.ingest.prepare import prepare
+    from hermes_state_tools.ingest.units import Unit
+    from hermes_state_tools.ingest.writer import write_batch
+
+    db = stored_db(tmp_path / "state.db", MASKED)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    item = prepare(conn, Unit(SID, [_copy("jsonl", SAID, True)], (), START))
+    assert item is not None and [e.content for e in item.enrich if e.content] == [SAID[0][1]]
+    first = item.enrich[0].message_id
+    conn.execute("UPDATE messages SET content = 'changed by another program' WHERE id = ?", (first,))
+    conn.execute("BEGIN IMMEDIATE")
+    write_batch(conn, (item,))
+    conn.execute("COMMIT")
+    conn.close()
+    assert stored(db)[0] == ("user", "changed by another program")
+    assert "masked_text" not in message_extras(db, SID).get(first, {})
