@@ -20,6 +20,7 @@ from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing, texts_wanted
 from hermes_state_tools.ingest.merge_copies import (
+    ENRICHED_COLUMNS,
     PARTS_KEY,
     Enrichment,
     Existing,
@@ -244,10 +245,21 @@ def as_written(item: Prepared, before: Existing | None) -> Existing:
     enriched = {e.message_id: e for e in item.enrich}
     kept = [_enriched(replace(m, timestamp=retimed.get(m.id, m.timestamp)), enriched.get(m.id))
             for m in (before.messages if before else ())]
-    added = [ExistingMessage(-n - 1, row[1], row[2], row[3], jsonutil.loads_or_raw(row[4]) if row[4] else None,
-                             row[6]) for n, row in enumerate(item.rows)]
+    extra = dict(item.message_extras)
+    added = [_added(n, row, extra.get(n)) for n, row in enumerate(item.rows)]
     row = {**(before.row if before else {}), **item.row}
     return Existing(row, tuple(sorted(kept + added, key=lambda m: (m.timestamp, m.id > 0, abs(m.id)))))
+
+
+def _added(n: int, row: Row, extra: dict[str, Any] | None) -> ExistingMessage:
+    """A row the dry run would insert, as load_existing reads it back: its empty columns and its extra
+    keys known, so a later copy fills them as it would in the real run."""
+    values = dict(zip(MESSAGE_COLUMNS, row, strict=False))
+    missing = {name for name in ENRICHED_COLUMNS if values.get(name) in (None, "")}
+    if isinstance(row[2], str) and not row[2].startswith(jsonutil.MULTIMODAL_PREFIX):
+        missing.add(PARTS_KEY)
+    return ExistingMessage(-n - 1, row[1], row[2], row[3], jsonutil.loads_or_raw(row[4]) if row[4] else None,
+                           row[6], missing=frozenset(missing), extra_keys=frozenset(extra or ()))
 
 
 def _enriched(message: ExistingMessage, enrichment: Enrichment | None) -> ExistingMessage:
