@@ -23,9 +23,11 @@ def usable_id(session_id: str) -> bool:
     return bool(session_id.strip()) and not session_id.startswith(".")
 
 
-# A file copied beside its original by a file manager or a browser: "X (1)", "X - Copy", "X copy 2".
-# Only when X has the shape of a Hermes session id (date_time_suffix) is the copy read as X.
-_COPY_NAME = re.compile(r"(?P<id>\d{8}_\d{6}_[0-9A-Za-z]+)(?: \(\d+\)| - Copy(?: \(\d+\))?| copy(?: \d+)?)")
+# A file copied beside its original by a file manager or a browser: "X (1)", "X - Copy", "X copy 2",
+# GNOME Files' "X (copy)", "X (another copy)", "X (3rd copy)", and a copy of a copy ("X - Copy - Copy",
+# "X (1) (1)"). Only when X has the shape of a Hermes session id (date_time_suffix) is the copy read as X.
+COPY_SUFFIX = r" \(\d+\)| - Copy(?: \(\d+\))?| copy(?: \d+)?| \((?:copy|another copy|\d+(?:st|nd|rd|th) copy)\)"
+_COPY_NAME = re.compile(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})+")
 
 
 def file_id(name_id: str) -> str:

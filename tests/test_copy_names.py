@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from import_helpers import import_json, messages, sessions
 
-from hermes_state_tools.importers.build import file_id
+from hermes_state_tools.importers.build import COPY_SUFFIX, file_id
 
 SID = "20260301_090000_3f9a2c7e"
-SUFFIXES = (" (1)", " (12)", " - Copy", " - Copy (2)", " copy", " copy 3")
+SUFFIXES = (" (1)", " (12)", " - Copy", " - Copy (2)", " copy", " copy 3", " (copy)", " (another copy)",
+            " (3rd copy)", " (11th copy)", " - Copy - Copy", " (1) (1)", " - Copy (2) - Copy", " copy copy 2")
 
 
 def _lines(*contents: str) -> bytes:
@@ -30,6 +31,8 @@ def test_copies_of_a_transcript_come_in_once(tmp_path):
     (folder / f"{SID}.jsonl").write_bytes(_lines("hello", "hi there"))
     (folder / f"{SID} (1).jsonl").write_bytes(_lines("hello", "hi there"))
     (folder / f"{SID} - Copy.jsonl").write_bytes(_lines("hello", "hi there", "one more"))  # copied later
+    (folder / f"{SID} - Copy - Copy.jsonl").write_bytes(_lines("hello", "hi there"))  # a copy's copy
+    (folder / f"{SID} (another copy).jsonl").write_bytes(_lines("hello", "hi there"))  # GNOME Files
     (folder / f"session_{SID} copy 2.json").write_text(json.dumps(
         {"session_id": SID, "platform": "telegram", "messages": [{"role": "user", "content": "hello"},
                                                                   {"role": "assistant", "content": "hi there"}]}))
@@ -39,7 +42,8 @@ def test_copies_of_a_transcript_come_in_once(tmp_path):
     assert list(sessions(db)) == [SID]
     assert [m["content"] for m in messages(db, SID)] == ["hello", "hi there", "one more"]
     named = sorted(Path(p["file"]).name for p in doc["problems"] if p["kind"] == "copy_name")
-    assert named == sorted([f"{SID} (1).jsonl", f"{SID} - Copy.jsonl", f"session_{SID} copy 2.json"])
+    assert named == sorted([f"{SID} (1).jsonl", f"{SID} - Copy.jsonl", f"{SID} - Copy - Copy.jsonl",
+                            f"{SID} (another copy).jsonl", f"session_{SID} copy 2.json"])
     assert not [p for p in doc["problems"] if p["kind"] == "session_id_mismatch"]
     again_code, again = import_json(db, folder)
     assert again_code == 0 and again["messages_imported"] == 0 and again["sessions_updated"] == 0
@@ -69,5 +73,5 @@ def test_only_a_session_id_with_a_copy_suffix_is_read_as_a_copy(name):
     original = file_id(name)
     if original != name:
         assert re.fullmatch(r"\d{8}_\d{6}_[0-9A-Za-z]+", original)
-        assert re.fullmatch(r" \(\d+\)| - Copy( \(\d+\))?| copy( \d+)?", name[len(original):])
+        assert re.fullmatch(f"(?:{COPY_SUFFIX})+", name[len(original):])
     assert file_id(original) == original

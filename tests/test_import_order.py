@@ -103,3 +103,32 @@ def test_dry_run_counts_match_a_real_run_when_a_session_comes_back_in_a_save_fil
     assert not (tmp_path / "state.db").exists()
     real = import_paths(tmp_path / "state.db", [tmp_path])
     assert counts(dry) == counts(real) == (1, 1, 3, 2)
+
+
+def test_dry_run_counts_the_fields_a_save_file_adds_to_messages_the_run_inserts(tmp_path: Path) -> None:
+    """The JSONL's new messages lack what the save file knows (reasoning, finish_reason): the real run
+    fills them in the rows it just wrote, and the dry run plans the save against those rows as read back."""
+    saved = tmp_path / "sessions" / "saved"
+    saved.mkdir(parents=True)
+    lines = [{"role": "user", "content": "a", "timestamp": "2026-01-01T00:00:01"},
+             {"role": "assistant", "content": "b", "timestamp": "2026-01-01T00:00:02"}]
+    (tmp_path / "sessions" / f"{SID}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (saved / "hermes_conversation_20260101_000500.json").write_text(json.dumps(
+        {"session_id": SID, "model": "m", "session_start": "2026-01-01T00:00:00",
+         "messages": [lines[0], {"role": "assistant", "content": "b", "reasoning": "why", "finish_reason": "stop"}]}))
+    for existing in (False, True):
+        db = tmp_path / f"state-{existing}.db"
+        if existing:  # a session already stored: its new rows come from this run too
+            with SessionDB(db) as store:
+                store.create_session(SID, "cli")
+
+        def counts(stats):
+            return (stats.sessions_created, stats.sessions_updated, stats.messages_imported,
+                    stats.messages_skipped_duplicate, stats.messages_enriched)
+
+        dry = import_paths(db, [tmp_path / "sessions"], dry_run=True)
+        real = import_paths(db, [tmp_path / "sessions"])
+        assert counts(dry) == counts(real), existing
+        with SessionDB(db) as store:
+            assert [(m["reasoning"], m["finish_reason"]) for m in store.get_messages(SID)] == [
+                (None, None), ("why", "stop")]

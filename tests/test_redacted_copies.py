@@ -251,3 +251,129 @@ def test_a_character_changed_outside_the_masks_never_matches(case, data):
     other = data.draw(st.sampled_from([c for c in _LITERAL_CHARS + "*." if c != said[at]]))
     changed = said[:at] + other + said[at + 1:]
     assert unredacted_side(changed, masked) is None and unredacted_side(masked, changed) is None
+
+
+def _masks_without_whitespace() -> tuple[str, str]:
+    """1900 '***' with no whitespace between them (a minified log or JSON): every mask's run reaches
+    the text's end, so each mask could end at thousands of places."""
+    return "a=bb" * 1000 + "c=bb" + "a=bb" * 899 + "Z", "a=***" * 1900 + "Z"
+
+
+def test_masks_over_runs_without_whitespace_are_given_up_early(monkeypatch):
+    from hermes_state_tools.ingest import redaction
+
+    calls = []
+    real = redaction._hidden_ends
+    monkeypatch.setattr(redaction, "_hidden_ends", lambda *args: calls.append(1) or real(*args))
+    redaction.masked.cache_clear()
+    assert unredacted_side(*_masks_without_whitespace()) is None
+    # Each position tried counts: the search stops after _MOST_POSITIONS of them (it went through
+    # 48,000 masks' runs of 7,600 places each, seconds for one pair of messages).
+    assert len(calls) < 5000
+
+
+@pytest.mark.soak
+def test_masks_over_runs_without_whitespace_cost_little():
+    import time
+
+    from hermes_state_tools.ingest import redaction
+
+    redaction.masked.cache_clear()
+    began = time.perf_counter()
+    assert unredacted_side(*_masks_without_whitespace()) is None
+    assert time.perf_counter() - began < 1.0  # 4-6 s before (a gap compares up to 10,000 such pairs)
+
+
+def test_a_long_run_of_masked_messages_is_stored_once(tmp_path):
+    """Past 100 masked messages in a row the gap's full pairing costs too much; they are paired in order."""
+    said = [(role, f"step {n}: {role} sets TOKEN=secret{n} now") for n in range(120) for role in ("user", "assistant")]
+    db = stored_db(tmp_path / "state.db", said)
+    home = tmp_path / "home"
+    snapshot(home, [(role, text.replace(f"secret{text.split()[1][:-1]}", "***")) for role, text in said])
+    _code, dry = import_json(db, home, options=["--dry-run"])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(dry) == counts(real) == (0, 0, 0, 240, 0, {})
+    assert stored(db) == said
+
+
+@pytest.mark.parametrize("stored_as, saved_as", [(SAID, SAID), (SAID, MASKED), (MASKED, MASKED), (MASKED, SAID)])
+def test_a_dry_run_counts_as_the_real_run_when_the_session_comes_back_in_a_save_file(tmp_path, stored_as, saved_as):
+    """The save file is planned against what the JSONL's plan would leave (a dry run writes nothing):
+    the stored rows' keys and texts as the real run reads them, a masked text as the JSONL unmasks it."""
+    db = stored_db(tmp_path / "state.db", stored_as)
+    home = tmp_path / "home"
+    lines = [{"role": r, "content": t, "timestamp": f"2026-06-01T10:00:0{n}"} for n, (r, t) in enumerate(SAID)]
+    write_jsonl(home / "sessions" / f"{SID}.jsonl", [{"role": "session_meta", "platform": "cli"}, *lines,
+                {"role": "user", "content": "more", "timestamp": "2026-06-01T10:00:09"}])
+    saved = home / "sessions" / "saved"
+    saved.mkdir(parents=True)
+    (saved / "hermes_conversation_20260601_100500.json").write_text(json.dumps(
+        {"session_id": SID, "model": "m", "session_start": "2026-06-01T10:00:00",
+         "messages": [{"role": r, "content": t} for r, t in saved_as]}))
+    _code, dry = import_json(db, home, options=["--dry-run"])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(dry) == counts(real) and real["messages_imported"] == 1
+    assert stored(db) == [*SAID, ("user", "more")]
+
+
+_MASKY = st.lists(st.sampled_from([
+    *"ab1 =:\"'/+*.\n«»…-_", "sk-", "sk-pro", "abcdef", "wxyz", "***", "...", "****", "«redacted:", "«redacted-secret»",
+    "[REDACTED PRIVATE KEY]", "+1234", "5678", "+1", "12", "+1****12", "+123****5678"]),
+    max_size=80).map("".join)
+
+
+@given(_MASKY)
+@settings(max_examples=400, deadline=None)
+def test_masks_are_found_at_every_position_a_shape_matches(text):
+    """Only the positions before each shape's anchor are tried: the same masks as trying every position."""
+    from hermes_state_tools.ingest import redaction
+
+    found = []
+    for shape, _anchor, _offset in redaction._MASKS:
+        for match in shape.finditer(text):
+            hidden = redaction._stands_for(match, redaction._context(text[max(0, match.start() - 80):match.start()]))
+            if hidden is not None:
+                found.append(redaction.Mask(match.start(), match.start() + len(match.group(1)), hidden))
+    redaction.masked.cache_clear()
+    result = redaction.masked(text)
+    assert (result.masks if result else ()) == tuple(sorted(found, key=lambda m: (m.start, m.end)))
+
+
+@pytest.mark.parametrize("said", [
+    [("assistant", "TOKEN=abc"), ("assistant", "TOKEN=def"), ("assistant", "TOKEN=***")],
+    [("user", "KEY=x1"), ("user", "KEY=***"), ("user", "message 2"), ("user", "KEY=y2"), ("user", "KEY=***"),
+     ("assistant", "KEY=z3")],
+])
+def test_a_message_whose_text_is_a_masked_copy_of_others_leaves_them_their_place(tmp_path, said):
+    """'TOKEN=***' said as it is matches its masked copy by text, and the other masked copies still pair."""
+    db = stored_db(tmp_path / "state.db", said)
+    home = tmp_path / "home"
+    snapshot(home, [(role, text.split("=")[0] + "=***" if "=" in text else text) for role, text in said])
+    _code, dry = import_json(db, home, options=["--dry-run"])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(dry) == counts(real) and real["messages_imported"] == 0
+    assert stored(db) == said
+
+
+def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_path):
+    """The replacement is guarded by the text read: a row another program changed meanwhile keeps its
+    text, and its extra data gets no masked_text (nothing was replaced)."""
+    import sqlite3
+
+    from hermes_state_tools.ingest.prepare import prepare
+    from hermes_state_tools.ingest.units import Unit
+    from hermes_state_tools.ingest.writer import write_batch
+
+    db = stored_db(tmp_path / "state.db", MASKED)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    item = prepare(conn, Unit(SID, [_copy("jsonl", SAID, True)], (), START))
+    assert item is not None and [e.content for e in item.enrich if e.content] == [SAID[0][1]]
+    first = item.enrich[0].message_id
+    conn.execute("UPDATE messages SET content = 'changed by another program' WHERE id = ?", (first,))
+    conn.execute("BEGIN IMMEDIATE")
+    write_batch(conn, (item,))
+    conn.execute("COMMIT")
+    conn.close()
+    assert stored(db)[0] == ("user", "changed by another program")
+    assert "masked_text" not in message_extras(db, SID).get(first, {})

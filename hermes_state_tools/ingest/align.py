@@ -141,7 +141,9 @@ def pair_in_gaps(matched: list[int | None], existing_count: int, same: Callable[
     """`matched` with more pairs: between two messages the alignment matched, the unmatched incoming
     and existing messages that `same(existing, incoming)` says are one message, in order (the longest
     such pairing). Only there: a message is never paired with one elsewhere in the session. A gap
-    whose pairing would cost more than `most_pairs` comparisons is left as it is."""
+    whose pairing would cost more than `most_pairs` comparisons is paired in order, each incoming
+    message with the first of the next few existing ones it is (a run of 101 masked messages in a
+    row was left unpaired: every one of them stored twice)."""
     paired = list(matched)
     start, before = 0, -1
     for at in range(len(matched) + 1):
@@ -149,12 +151,28 @@ def pair_in_gaps(matched: list[int | None], existing_count: int, same: Callable[
             continue
         after = matched[at] if at < len(matched) else existing_count
         assert after is not None
-        news, olds = range(start, at), range(before + 1, after)
-        if news and olds and len(news) * len(olds) <= most_pairs:
-            for old, new in _longest_pairing(list(olds), list(news), same):
+        news, olds = list(range(start, at)), list(range(before + 1, after))
+        if news and olds:
+            pairs = (_longest_pairing(olds, news, same) if len(news) * len(olds) <= most_pairs
+                     else _pairing_in_order(olds, news, same, max(1, most_pairs // len(news))))
+            for old, new in pairs:
                 paired[new] = old
         start, before = at + 1, after
     return paired
+
+
+def _pairing_in_order(olds: list[int], news: list[int], same: Callable[[int, int], bool],
+                      window: int) -> list[tuple[int, int]]:
+    """An order-keeping pairing of a big gap at most `window` comparisons per incoming message: each
+    is paired with the first of the next `window` unpaired existing messages it is."""
+    pairs, next_old = [], 0
+    for new in news:
+        for at in range(next_old, min(next_old + window, len(olds))):
+            if same(olds[at], new):
+                pairs.append((olds[at], new))
+                next_old = at + 1
+                break
+    return pairs
 
 
 def _longest_pairing(olds: list[int], news: list[int], same: Callable[[int, int], bool]) -> list[tuple[int, int]]:

@@ -8,14 +8,14 @@ messages (align.pair_in_gaps), for messages of the same role, tool call id and t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
-from hermes_state_tools.ingest.align import Key, comparable_text, pair_in_gaps
-from hermes_state_tools.ingest.redaction import unredacted_side
+from hermes_state_tools.ingest.align import Key, align, comparable_text, pair_in_gaps
+from hermes_state_tools.ingest.redaction import has_mask, unredacted_side
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,38 @@ def pair_masked(matched: list[int | None], firsts: Callable[[int], Copy], first_
     views: dict[int, Copy] = {}
 
     def same(first: int, new: int) -> bool:
+        if first_keys[first] == keys[new]:
+            return True  # the same text, which the alignment without masked texts left in a gap (realigned)
         if first_keys[first][0] != keys[new][0] or first_keys[first][2:] != keys[new][2:]:
             return False  # another role, other tool calls (the key's third part), another tool call id
         view = views.setdefault(first, firsts(first))
         return unmasked_side(view, incoming[new], text_of) is not None
 
     return pair_in_gaps(matched, len(first_keys), same)
+
+
+def _masked_out(keys: list[Key], copies: Sequence[Copy], side: str) -> list[Key] | None:
+    """`keys` with those of texts that hold masks made unique, so the alignment never matches them (None
+    when no text holds one). A tool result's key is its call id, not its text: it stays."""
+    out: list[Key] = list(keys)
+    for n, copy in enumerate(copies):
+        if len(keys[n]) > 2 and copy.content is not None and (text := _comparable(copy)) and has_mask(text):
+            out[n] = ("masked text", side, n)  # equal to no key of either side
+    return None if out == keys else out
+
+
+def realigned(matched: list[int | None], firsts: Callable[[int], Copy], first_keys: list[Key],
+              incoming: list[Copy], keys: list[Key]) -> list[int | None]:
+    """pair_masked over the alignment, or over the alignment made without the texts that hold masks
+    when that pairs more. Equal texts are aligned first, so a masked copy that is some other message's
+    exact text ('TOKEN=***' said once, and masked copies of 'TOKEN=abc' and 'TOKEN=def') was matched
+    with that message, leaving the copies of the other two no place to pair: each was stored again."""
+    paired = pair_masked(matched, firsts, first_keys, incoming, keys)
+    if all(index is not None for index in paired):
+        return paired
+    olds = _masked_out(first_keys, [firsts(n) for n in range(len(first_keys))], "first")
+    news = _masked_out(keys, incoming, "incoming")
+    if olds is None and news is None:
+        return paired
+    other = pair_masked(align(olds or first_keys, news or keys), firsts, first_keys, incoming, keys)
+    return other if sum(i is not None for i in other) > sum(i is not None for i in paired) else paired

@@ -15,7 +15,7 @@ from typing import Any
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
 from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key
-from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, pair_masked, unmasked_side
+from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
 from hermes_state_tools.ingest.timeline import STEP, place_run
 
 IMPORTED_END_REASON = "imported"
@@ -220,8 +220,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
             keys = [k for n, k in enumerate(keys) if n not in dropped]
             repeats = len(dropped)
             matched = align(existing_keys, keys)
-    matched = pair_masked(matched, lambda e: _copy_of(slots[e]), existing_keys,
-                          [Copy.of(m) for m in incoming], keys)
+    matched = realigned(matched, lambda e: _copy_of(slots[e]), existing_keys, [Copy.of(m) for m in incoming], keys)
     additions: dict[int, list[_Slot]] = {}
     masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):

@@ -18,7 +18,7 @@ from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabase
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing, texts_wanted
 from hermes_state_tools.ingest.merge_copies import Existing
-from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, left_out, prepare
+from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, left_out, prepare, with_stored_texts
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import local_batches, remote_batches, start_reader, stop_reader
@@ -175,8 +175,11 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
     try:
         for unit in units_of(conn):
             before = written.get(unit.session_id)
+            texts = texts_wanted(unit.copies)
             if before is None and conn is not None:
-                before = load_existing(conn, unit.session_id, texts_wanted(unit.copies))
+                before = load_existing(conn, unit.session_id, texts)
+            elif texts and before is not None and conn is not None:  # met again, with masks: stored texts compared
+                before = with_stored_texts(before, load_existing(conn, unit.session_id, True))
             item = prepare(None, unit, before)  # planned against `before`, read once here
             if item is None and (problem := left_out(unit)) is not None:
                 stats.problems.append(problem)

@@ -20,6 +20,7 @@ from hermes_state_tools.core.schema import TRIGGERS
 from hermes_state_tools.core.surrogates import without_surrogates
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.ingest.existing import fingerprint
+from hermes_state_tools.ingest.merge_copies import MASKED_KEY
 from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
 from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
 from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
@@ -142,11 +143,15 @@ def _enrich(conn: sqlite3.Connection, item: Prepared) -> None:
             sets = ", ".join(f"{name} = COALESCE(NULLIF({name}, ''), ?)" for name in values)
             conn.execute(f"UPDATE messages SET {sets} WHERE id = ? AND session_id = ?",
                          (*(without_surrogates(v) for v in values.values()), enrichment.message_id, item.session_id))
+        extra = enrichment.extra
         if enrichment.content is not None:  # a masked text, as its unmasked copy has it (the FTS trigger follows)
-            conn.execute("UPDATE messages SET content = ? WHERE id = ? AND session_id = ? AND content = ?",
-                         (without_surrogates(enrichment.content), enrichment.message_id, item.session_id,
-                          enrichment.masked_content))
-        extras.add_message_extra(conn, enrichment.message_id, item.session_id, enrichment.extra)
+            replaced = conn.execute(
+                "UPDATE messages SET content = ? WHERE id = ? AND session_id = ? AND content = ?",
+                (without_surrogates(enrichment.content), enrichment.message_id, item.session_id,
+                 enrichment.masked_content)).rowcount
+            if not replaced:  # changed since it was read: its text stays, and no masked text was replaced
+                extra = {key: value for key, value in extra.items() if key != MASKED_KEY}
+        extras.add_message_extra(conn, enrichment.message_id, item.session_id, extra)
 
 
 def _json_text(value: Any) -> Any:
