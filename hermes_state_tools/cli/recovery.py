@@ -49,6 +49,10 @@ def _human_recover(doc: dict[str, Any]) -> str:
                      "-wal (which SQLite alone does not read) came back"
                      + (f"; {doc['wal_pages_lost']:,} damaged pages no later frame held are lost"
                         if doc["wal_pages_lost"] else ""))
+    if doc["wal_transactions_not_applied"]:
+        lines.append(f"{doc['wal_transactions_not_applied']:,} committed transactions past a damaged frame of the "
+                     "-wal were not applied: something wrote after the damage, and their pages would replace "
+                     "newer rows; they stay in the source's -wal")
     if doc["complete"]:
         lines.append("everything came back")
     return "\n".join(lines)

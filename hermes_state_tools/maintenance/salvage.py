@@ -19,12 +19,12 @@ from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema, read_version
-from hermes_state_tools.errors import DamagedDatabaseError, NotAHermesDatabaseError
+from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
-from hermes_state_tools.store.opening import ReadConnection, open_pages, refuse_newer
-from hermes_state_tools.store.wal_frames import find_break
+from hermes_state_tools.store.opening import ReadConnection, open_pages, open_read_connection, refuse_newer
+from hermes_state_tools.store.wal_frames import WalBreak, find_break
 from hermes_state_tools.tables import fts
 
 PLACEHOLDER_SOURCE = "unknown"
@@ -57,6 +57,9 @@ class SalvageReport:
     # were read here), and the damaged frames' pages no later frame held again (lost).
     wal_transactions_past_damage: int = 0
     wal_pages_lost: int = 0
+    # ... or not read: something wrote after the damage, and those frames are another history
+    # (they stay in the source's WAL; the report says so and the recovery is incomplete).
+    wal_transactions_not_applied: int = 0
     schema_damage: str | None = None
     schema_unreadable: bool = False  # SQLite could not read the schema: rows came from the pages alone
     used_wal_snapshot: bool = False
@@ -67,7 +70,7 @@ class SalvageReport:
         """Every canonical row came back as it was."""
         return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
                     or self.other_tables_lost or self.titles_cleared or self.pages_missing or self.columns_not_kept
-                    or self.wal_pages_lost)
+                    or self.wal_pages_lost or self.wal_transactions_not_applied)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -82,9 +85,9 @@ class _Source:
     snapshot_dir: Path | None
 
 
-def _open_source(source: Path, workdir: Path) -> _Source:
+def _open_source(source: Path, workdir: Path, mend: bool = True) -> _Source:
     """Read in place when nothing waits in a WAL; else a replayed copy in `workdir` (store/opening.py)."""
-    conn, scan_path, folder = open_pages(source, workdir)
+    conn, scan_path, folder = open_pages(source, workdir, mend)
     src = _Source(conn, scan_path, folder)
     src.conn.row_factory = None
     src.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")  # undecodable text must not end a range
@@ -354,6 +357,45 @@ def _rebuild_from_pages(source: Path, tmp: Path, report: SalvageReport) -> Salva
     return report
 
 
+def _past_damage(source: Path, mended: _Source, workdir: Path, hidden: WalBreak, report: SalvageReport) -> _Source:
+    """The mended view (commits past a damaged WAL frame read too) when it keeps every row SQLite's own
+    view holds; else SQLite's own view. Something wrote after the damage then (Hermes, restarted after
+    a power cut): SQLite appended at the damaged frame, and the older frames past it are another
+    history, whose pages would replace the newer rows. Those commits stay in the source's WAL, counted
+    in wal_transactions_not_applied."""
+    if _keeps_every_row(source, mended.conn):
+        report.wal_transactions_past_damage, report.wal_pages_lost = hidden.commits_after, hidden.pages_lost
+        return mended
+    _close(mended)
+    report.wal_transactions_not_applied = hidden.commits_after
+    return _open_source(source, workdir, mend=False)  # the mended copy was removed with its folder
+
+
+def _keeps_every_row(source: Path, mended: sqlite3.Connection) -> bool:
+    """Whether every session SQLite reads in `source` is in `mended`, and every message as it is there
+    (a session row may have changed since: counters, ended_at, a title; a message's does not, Hermes
+    appends). Read from the tables themselves (NOT INDEXED): a mended view that mixed two histories
+    can hold an index page that names a row its table page lacks."""
+    try:
+        own = open_read_connection(source)
+    except HermesStateError:
+        return True  # SQLite cannot read it either: the mended view is all there is
+    try:
+        sessions = {row[0] for row in mended.execute("SELECT id FROM sessions NOT INDEXED")}
+        if any(row[0] not in sessions for row in own.execute("SELECT id FROM sessions")):
+            return False
+        columns = "session_id, role, content, timestamp"
+        for row in own.execute(f"SELECT id, {columns} FROM messages"):
+            found = mended.execute(f"SELECT {columns} FROM messages NOT INDEXED WHERE id = ?", (row[0],)).fetchone()
+            if found is None or tuple(found) != tuple(row)[1:]:
+                return False
+    except sqlite3.DatabaseError:
+        return True  # SQLite's own view is damaged too: the mended one reads more
+    finally:
+        own.close()
+    return True
+
+
 def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> SalvageReport:
     """Read every canonical row `source` still holds and write a verified v6 file at `tmp` (a
     self-contained rollback-journal file, ready to be renamed). `exact` (repair): every row must
@@ -361,10 +403,10 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     report = SalvageReport(str(source))
     try:
         report.pages_missing = page_scan.pages_missing(source)  # what neither the file nor its WAL holds
-        if (hidden := find_break(source)) is not None:  # _open_source's copy reads past it
-            report.wal_transactions_past_damage, report.wal_pages_lost = hidden.commits_after, hidden.pages_lost
         src = _open_source(source, workdir)
         table_info(src.conn, "sessions")
+        if (hidden := find_break(source)) is not None:  # src's copy read past it, unless that loses rows
+            src = _past_damage(source, src, workdir, hidden, report)
     except sqlite3.DatabaseError as exc:
         if exact or not (is_corrupt(exc) or not looks_like_sqlite(source)):  # corrupt, or no header at all
             raise
@@ -392,7 +434,11 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
         finally:
             dest.close()
     finally:
-        src.conn.close()
-        if src.snapshot_dir is not None:
-            shutil.rmtree(src.snapshot_dir, ignore_errors=True)
+        _close(src)
     return report
+
+
+def _close(src: _Source) -> None:
+    src.conn.close()
+    if src.snapshot_dir is not None:
+        shutil.rmtree(src.snapshot_dir, ignore_errors=True)

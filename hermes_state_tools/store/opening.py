@@ -88,11 +88,12 @@ def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True) -> 
         raise map_open_error(path, exc) from exc
 
 
-def open_pages(path: Path, workdir: Path) -> tuple[ReadConnection, Path, Path | None]:
+def open_pages(path: Path, workdir: Path, mend: bool = True) -> tuple[ReadConnection, Path, Path | None]:
     """For salvage, which reads the file's pages itself: a read-only connection, the file whose pages
     hold every committed row, and the snapshot folder (in `workdir`, None: the file is read in place).
-    sqlite3 errors are raised as SQLite gives them: salvage reads around damage itself."""
-    return open_own_pages(path, workdir)
+    With `mend`, commits hidden past a damaged WAL frame are read too. sqlite3 errors are raised as
+    SQLite gives them: salvage reads around damage itself."""
+    return open_own_pages(path, workdir, mend)
 
 
 def copy_as_is(path: Path, folder: Path) -> Path:
