@@ -265,7 +265,7 @@ def test_masks_over_runs_without_whitespace_are_given_up_early(monkeypatch):
     calls = []
     real = redaction._hidden_ends
     monkeypatch.setattr(redaction, "_hidden_ends", lambda *args: calls.append(1) or real(*args))
-    redaction.masked.cache_clear()
+    redaction._masked_cached.cache_clear()
     assert unredacted_side(*_masks_without_whitespace()) is None
     # Each position tried counts: the search stops after _MOST_POSITIONS of them (it went through
     # 48,000 masks' runs of 7,600 places each, seconds for one pair of messages).
@@ -278,7 +278,7 @@ def test_masks_over_runs_without_whitespace_cost_little():
 
     from hermes_state_tools.ingest import redaction
 
-    redaction.masked.cache_clear()
+    redaction._masked_cached.cache_clear()
     began = time.perf_counter()
     assert unredacted_side(*_masks_without_whitespace()) is None
     assert time.perf_counter() - began < 1.0  # 4-6 s before (a gap compares up to 10,000 such pairs)
@@ -334,7 +334,7 @@ def test_masks_are_found_at_every_position_a_shape_matches(text):
             hidden = redaction._stands_for(match, redaction._context(text[max(0, match.start() - 80):match.start()]))
             if hidden is not None:
                 found.append(redaction.Mask(match.start(), match.start() + len(match.group(1)), hidden))
-    redaction.masked.cache_clear()
+    redaction._masked_cached.cache_clear()
     result = redaction.masked(text)
     assert (result.masks if result else ()) == tuple(sorted(found, key=lambda m: (m.start, m.end)))
 
@@ -377,3 +377,17 @@ def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_
     conn.close()
     assert stored(db)[0] == ("user", "changed by another program")
     assert "masked_text" not in message_extras(db, SID).get(first, {})
+
+
+def test_the_mask_cache_keeps_no_big_text_alive():
+    # 256 tool outputs of megabytes with an ellipsis each, kept by the cache, would stay in memory
+    # for the rest of the import.
+    from hermes_state_tools.ingest import redaction
+
+    redaction._masked_cached.cache_clear()
+    big = "Loading... done " + "x" * 200_000
+    for n in range(20):
+        redaction.masked(big + str(n))
+    assert redaction._masked_cached.cache_info().currsize == 0
+    redaction.masked("TOKEN=***")
+    assert redaction._masked_cached.cache_info().currsize == 1

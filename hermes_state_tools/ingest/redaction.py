@@ -171,9 +171,23 @@ def _stands_for(match: re.Match[str], context: Context) -> tuple[Atom, ...] | No
     return (Gap(1, None, "run"),) if context == "any" else (PrefixedToken(_SHORT),)
 
 
-@functools.lru_cache(maxsize=256)  # a gap's texts are compared with each other (align.pair_in_gaps)
+# A gap's texts are compared with each other (align.pair_in_gaps), so their masks are kept, but only
+# for texts up to this size: the cache holds each text, and 256 tool outputs of megabytes would stay
+# in memory for the rest of the import.
+_CACHED_CHARS = 64 * 1024
+
+
 def masked(text: str) -> Masked | None:
     """The masks a redacted text may hold; None when it holds none."""
+    return _masked_cached(text) if len(text) <= _CACHED_CHARS else _masked(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _masked_cached(text: str) -> Masked | None:
+    return _masked(text)
+
+
+def _masked(text: str) -> Masked | None:
     if not any(gate in text for gate in _CHEAP_GATE):
         return None
     masks = []
