@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import subprocess
@@ -104,6 +105,7 @@ class ImportStats:
 # A session another process keeps writing to is planned again after each batch that found it changed;
 # past this many rounds it is left for a re-run (reported), so the import always ends.
 REPLAN_ROUNDS = 20
+PLAN_LOCKED_AFTER = 3
 
 Replan = Callable[[sqlite3.Connection, Unit], "Prepared | None"]
 
@@ -137,25 +139,51 @@ def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stat
 
 
 def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, parked: list[str]) -> None:
-    """Write one batch, then the sessions it found changed, planned again, in batches of their own."""
+    """Write one batch, then the sessions it found changed, planned again, in batches of their own.
+    Planned again outside the write lock (a live Hermes keeps writing meanwhile); a session found
+    changed PLAN_LOCKED_AFTER times is planned inside a write transaction of its own, where nothing
+    can change it before it is written (Hermes appending every few milliseconds made every plan made
+    outside stale), one session at a time so the lock is held for one session's planning only."""
     assert db._conn is not None
+    changed: dict[str, int] = {}
     for _round in range(REPLAN_ROUNDS):
-        def write(conn: sqlite3.Connection, items: tuple[Prepared, ...] = batch.items) -> BatchResult:
-            return write_batch(conn, items)
-
-        with attached(db._conn, batch.staging):
-            result = db._writer.run(write)
-        for written in result.written:
-            stats.count(written)
-            if written.parent_parked:
-                parked.append(written.session_id)
-        if not result.stale:
+        stale = _write_batch(db, batch, stats, parked)
+        again = []
+        for item in stale:
+            changed[item.session_id] = changed.get(item.session_id, 0) + 1
+            if changed[item.session_id] < PLAN_LOCKED_AFTER:
+                again.append(item)
+            else:
+                _write_batch(db, Batch(()), stats, parked, functools.partial(_plan_locked, replan, item.unit))
+        batch = Batch(tuple(p for item in again if (p := replan(db._conn, item.unit)) is not None))
+        if not batch.items:
             return
-        batch = Batch(tuple(p for stale in result.stale if (p := replan(db._conn, stale.unit)) is not None))
     for item in batch.items:
         stats.problems.append(Problem(f"session {item.session_id}", None, "not_stored",
                                       "the session kept changing while it was imported (another process writes "
                                       "to it); nothing of this copy was stored, re-run to finish"))
+
+
+def _plan_locked(replan: Replan, unit: Unit, conn: sqlite3.Connection) -> Prepared | None:
+    return replan(conn, unit)
+
+
+def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[str],
+                 plan: Callable[[sqlite3.Connection], Prepared | None] | None = None) -> tuple[Prepared, ...]:
+    """One write transaction of `batch` (or of what `plan` makes, inside it); returns the sessions it
+    found changed since they were planned."""
+    def write(conn: sqlite3.Connection) -> BatchResult:
+        items = batch.items if plan is None else tuple(p for p in (plan(conn),) if p is not None)
+        return write_batch(conn, items)
+
+    assert db._conn is not None
+    with attached(db._conn, batch.staging):
+        result = db._writer.run(write)
+    for written in result.written:
+        stats.count(written)
+        if written.parent_parked:
+            parked.append(written.session_id)
+    return result.stale
 
 
 def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,
