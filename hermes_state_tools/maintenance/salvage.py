@@ -85,7 +85,7 @@ class _Source:
     snapshot_dir: Path | None
 
 
-def _open_source(source: Path, workdir: Path, mend: bool = True) -> _Source:
+def _open_source(source: Path, workdir: Path, mend: bool = False) -> _Source:
     """Read in place when nothing waits in a WAL; else a replayed copy in `workdir` (store/opening.py)."""
     conn, scan_path, folder = open_pages(source, workdir, mend)
     src = _Source(conn, scan_path, folder)
@@ -368,7 +368,7 @@ def _past_damage(source: Path, mended: _Source, workdir: Path, hidden: WalBreak,
         return mended
     _close(mended)
     report.wal_transactions_not_applied = hidden.commits_after
-    return _open_source(source, workdir, mend=False)  # the mended copy was removed with its folder
+    return _open_source(source, workdir)  # the mended copy was removed with its folder
 
 
 def _keeps_every_row(source: Path, mended: sqlite3.Connection) -> bool:
@@ -403,9 +403,10 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     report = SalvageReport(str(source))
     try:
         report.pages_missing = page_scan.pages_missing(source)  # what neither the file nor its WAL holds
-        src = _open_source(source, workdir)
+        hidden = find_break(source)
+        src = _open_source(source, workdir, mend=hidden is not None)
         table_info(src.conn, "sessions")
-        if (hidden := find_break(source)) is not None:  # src's copy read past it, unless that loses rows
+        if hidden is not None:  # src's copy read past it, unless that loses rows
             src = _past_damage(source, src, workdir, hidden, report)
     except sqlite3.DatabaseError as exc:
         if exact or not (is_corrupt(exc) or not looks_like_sqlite(source)):  # corrupt, or no header at all

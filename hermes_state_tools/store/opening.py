@@ -88,11 +88,11 @@ def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True) -> 
         raise map_open_error(path, exc) from exc
 
 
-def open_pages(path: Path, workdir: Path, mend: bool = True) -> tuple[ReadConnection, Path, Path | None]:
+def open_pages(path: Path, workdir: Path, mend: bool = False) -> tuple[ReadConnection, Path, Path | None]:
     """For salvage, which reads the file's pages itself: a read-only connection, the file whose pages
     hold every committed row, and the snapshot folder (in `workdir`, None: the file is read in place).
-    With `mend`, commits hidden past a damaged WAL frame are read too. sqlite3 errors are raised as
-    SQLite gives them: salvage reads around damage itself."""
+    With `mend` (the caller found commits hidden past a damaged WAL frame), they are read too. sqlite3
+    errors are raised as SQLite gives them: salvage reads around damage itself."""
     return open_own_pages(path, workdir, mend)
 
 

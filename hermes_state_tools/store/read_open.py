@@ -33,7 +33,7 @@ from hermes_state_tools.core.connection import (
     is_corrupt,
 )
 from hermes_state_tools.core.paths import sidecar_paths
-from hermes_state_tools.store.wal_frames import find_break, mend_copy
+from hermes_state_tools.store.wal_frames import mend_copy
 
 _BUSY_TIMEOUT_S = 1.0
 # mode=ro cannot share the -shm (a read-only folder, a stray -shm a failed writer left): read a copy
@@ -155,18 +155,19 @@ def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True) -> Read
     return open_checked(path, "snapshot", tolerate_schema_damage)  # a read-only folder: read a copy
 
 
-def open_own_pages(path: Path, folder: Path, mend: bool = True) -> tuple[ReadConnection, Path, Path | None]:
+def open_own_pages(path: Path, folder: Path, mend: bool = False) -> tuple[ReadConnection, Path, Path | None]:
     """A read-only connection whose file holds every committed page (a page scan reads that file
     itself): `path` read immutable when nothing waits in a WAL or hot journal, else db + WAL/journal
     copied into the new `folder`, replayed there and checkpointed into the copy's main file.
-    With `mend`, committed frames past a damaged one in the WAL are read too (store/wal_frames.py).
+    With `mend` (the caller found the WAL damaged: wal_frames.find_break), the committed frames past
+    the damage are read too.
     Returns (connection, the file to scan, the snapshot folder or None). The caller removes `folder`."""
     wal = sidecar_paths(path)[0]
     if _plan(path) != "snapshot" and not (wal.exists() and wal.stat().st_size > 0):
         return open_checked(path, "immutable", True), path, None
     folder, copy = snapshot(path, folder)
     copied_wal = sidecar_paths(copy)[0]
-    if mend and find_break(copy) is not None:
+    if mend and copied_wal.exists():  # (checkpointed away since the caller looked: nothing to mend)
         mend_copy(copied_wal)  # committed frames past a damaged one: the copy's SQLite reads them too
     conn = open_checked(copy, "copy", True)
     try:  # the private copy: its WAL folded into its main file, which the page scan reads
