@@ -187,16 +187,15 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
                 yield item
             if empty:
                 yield Problem(str(path), None, "skipped_file", "an empty folder (or one read already); not read")
-        elif is_file and name_shape(name) is not None:  # the usual case, without _file's second look
-            yield (_real(str(path)) if is_link else os.path.join(real, name)), path, str(path)
         else:
-            yield from _file(path, is_file)
+            yield from _file(path, is_file, None if is_link else os.path.join(real, name))
 
 
-def _file(path: Path, is_file: bool) -> Iterator[Found | Problem]:
-    """Yield the file when its name is a transcript shape, else a notice saying what was skipped."""
-    if file_shape(path) is not None and is_file:
-        yield _real(str(path)), path, str(path)
+def _file(path: Path, is_file: bool, real: str | None = None) -> Iterator[Found | Problem]:
+    """Yield the file when its name is a transcript shape, else a notice saying what was skipped
+    (`real`: its real path, when the caller knows it)."""
+    if is_file and file_shape(path) is not None:
+        yield (real or _real(str(path))), path, str(path)
         return
     what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
     yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")
