@@ -97,11 +97,11 @@ def _frames(handle: BinaryIO, header: _Header) -> Iterator[_Frame]:
     size = _FRAME_HEADER + header.page_size
     while len(frame := handle.read(size)) == size:
         head, page = frame[:_FRAME_HEADER], frame[_FRAME_HEADER:]
-        current = head[8:16] == header.salts
+        current, stored = head[8:16] == header.salts, _stored(head[16:24])
         holds = (current and head[0:4] != b"\0\0\0\0"
-                 and _checksum(page, *_checksum(head[0:8], *before, header.big), header.big) == _stored(head[16:24]))
+                 and _checksum(page, *_checksum(head[0:8], *before, header.big), header.big) == stored)
         yield _Frame(head, page, holds, current)
-        before = _stored(head[16:24])
+        before = stored
 
 
 def _scan(handle: BinaryIO) -> WalBreak | None:
