@@ -14,6 +14,7 @@ import orjson
 
 from hermes_state_tools.core.export_format import is_export_record
 from hermes_state_tools.core.jsonutil import has_wide_float
+from hermes_state_tools.core.message_rows import NO_TAIL, Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.core.surrogates import has_surrogate
 from hermes_state_tools.importers.build import (
@@ -25,7 +26,7 @@ from hermes_state_tools.importers.build import (
     usable_id,
 )
 from hermes_state_tools.importers.export_reader import is_hermes_export, read_export_lines
-from hermes_state_tools.importers.messages import Where, call_names, normalise_message, plain_message, plain_time
+from hermes_state_tools.importers.messages import PLAIN_TYPES, Where, call_names, normalise_message, plain_message
 from hermes_state_tools.importers.text import JsonLine, iter_json_lines, read_small, split_lines
 from hermes_state_tools.importers.timestamps import later_reading, parse_timestamp
 
@@ -144,22 +145,25 @@ def _session(
 
 @dataclass(frozen=True)
 class PlainTranscript:
-    """A gateway transcript that needs none of the careful reader's repairs, as `read_plain` read it."""
+    """A gateway transcript that needs none of the careful reader's repairs, as `read_plain` read it:
+    its messages straight as messages rows, with no LegacyMessage made for any of them."""
 
     session: LegacySession  # its fields and extra exactly as read_jsonl gives them; no messages
-    lines: list[dict[str, Any]]  # each message line's object, in file order
-    times: list[float]  # each one's time: all known, strictly increasing
+    rows: tuple[Row, ...]  # each message line's row (core/message_rows.py), in file order
+    first: float  # the first message's time; every later one is later than the one before
+    last: float
+    tool_calls: int  # what the messages add to tool_call_count
     mtime: float  # the file's modification time, as read
 
 
 def read_plain(path: Path, file: str, tz: tzinfo | None = None,
                fallback_source: str | None = None) -> PlainTranscript | None:
-    """A transcript read without building a LegacyMessage per line, or None: then read_jsonl reads it.
+    """A transcript read straight into messages rows, or None: then read_jsonl reads it.
 
     Nearly every transcript of a long-running install is plain: lines of UTF-8 JSON, each an object
-    with only the keys and types `plain_message` takes and a time later than the line before. Such
-    a file gives read_jsonl no problem, holds no repeated block (every key holds its time) and needs
-    no timestamp placed, so the import can turn its lines into rows directly.
+    with only the keys and types `is_plain` takes and a time later than the line before. Such a
+    file gives read_jsonl no problem, holds no repeated block (every key holds its time) and needs
+    no timestamp placed, so its lines become rows directly, in one pass.
     tests/test_plain.py proves both paths plan the same for every file this one takes.
     """
     session_id = path.stem
@@ -169,14 +173,13 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     status, data = read_small(path)
     if data is None:
         return None
-    raw_lines = split_lines(data)
     meta: dict[str, Any] = {}
     extra: dict[str, Any] = {}
-    lines: list[dict[str, Any]] = []
-    times: list[float] = []
-    latest = -math.inf
+    rows: list[Row] = []
+    calls: list[list[Any]] = []  # every message's tool calls, to name the tool rows that lack a name
+    latest, tool_calls = -math.inf, 0
     loads = orjson.loads
-    for number, raw in enumerate(raw_lines, 1):
+    for number, raw in enumerate(split_lines(data), 1):
         try:
             # orjson refuses what the careful reader reports or repairs: a blank line, a byte that is
             # not UTF-8, a BOM, a lone surrogate escape (a trailing CR it skips, as the reader does).
@@ -192,21 +195,72 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
             if role == "session_meta":
                 _take_meta(value, number, meta, extra)
                 continue
-        seconds = plain_time(value, tz)  # also refuses a widened float, as has_wide_float does above
-        if seconds is None or seconds <= latest:
+        row = _plain_row(session_id, value, tz)
+        if row is None or row[6] <= latest:
             return None
-        latest = seconds
-        lines.append(value)
-        times.append(seconds)
-    if not lines:
+        latest = row[6]
+        rows.append(row)
+        if (listed := value.get("tool_calls")) is not None:
+            calls.append(listed)
+            tool_calls += tool_call_increment(row[1], listed)
+    if not rows:
         return None
-    unnamed = [line for line in lines if line["role"] == "tool" and line.get("tool_name") is None]
-    if unnamed:  # as fill_tool_names names them
-        names = call_names(line.get("tool_calls") for line in lines)
-        for line in unnamed:
-            if line.get("tool_call_id") in names:
-                line["tool_name"] = names[line["tool_call_id"]]
     *problems, session = _session(session_id, file, [], meta, fallback_source, extra, tz)
     if problems or not isinstance(session, LegacySession):
         return None
-    return PlainTranscript(session, lines, times, status.st_mtime)
+    return PlainTranscript(session, _named_tools(rows, calls), rows[0][6], latest, tool_calls, status.st_mtime)
+
+
+_PLAIN_KEYS = frozenset(PLAIN_TYPES)
+# The keys of a plain record that fill a row's tail (token_count is never plain): most records hold none.
+_TAIL_KEYS = frozenset(("finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items"))
+
+
+def _plain_row(session_id: str, record: dict[str, Any], tz: tzinfo | None) -> Row | None:
+    """The messages row of a record `is_plain` takes, holding no widened float and a time; None for any
+    other (the careful reader's plain_message and normalise_message then decide). is_plain's checks
+    are spelled out: this runs for every message of a first import."""
+    if not record.keys() <= _PLAIN_KEYS:
+        return None
+    get = record.get
+    role, content, call_id, calls, name = get("role"), get("content"), get("tool_call_id"), get("tool_calls"), \
+        get("tool_name")
+    if type(role) is not str or not role or not (call_id is None or type(call_id) is str) or not (
+            name is None or type(name) is str):
+        return None
+    if (content is not None and type(content) is not str and type(content) is not list) or (
+            calls is not None and type(calls) is not list):
+        return None
+    seconds = parse_timestamp(get("timestamp"), tz)  # None too for a widened float: it is past year 9999
+    if seconds is None:
+        return None
+    tail = NO_TAIL if _TAIL_KEYS.isdisjoint(record) else _plain_tail(record)
+    if tail is None:
+        return None
+    row = message_row(session_id, role, content, call_id, calls, name, seconds, tail)
+    # A float of 2**63 or more is spelled with an exponent ("9.2e+18"): JSON text without "e+" holds none,
+    # so only such text (rare) has its value walked.
+    if (calls is not None and "e+" in row[4] and has_wide_float(calls)) or (
+            type(content) is list and "e+" in row[2] and has_wide_float(content)):
+        return None
+    return row
+
+
+def _plain_tail(record: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A plain record's token_count (never plain: None), finish_reason, reasoning, reasoning_details
+    and codex_reasoning_items; None when is_plain would refuse one of them."""
+    get = record.get
+    finish, reasoning, details, items = (get("finish_reason"), get("reasoning"), get("reasoning_details"),
+                                         get("codex_reasoning_items"))
+    if not (finish is None or type(finish) is str) or not (reasoning is None or type(reasoning) is str):
+        return None
+    return None if has_wide_float(details) or has_wide_float(items) else (None, finish, reasoning, details, items)
+
+
+def _named_tools(rows: list[Row], calls: list[list[Any]]) -> tuple[Row, ...]:
+    """The rows, a tool row without a name named after the call it answers, as fill_tool_names names it."""
+    if not any(row[1] == "tool" and row[5] is None for row in rows):
+        return tuple(rows)
+    names = call_names(calls)
+    return tuple((*row[:5], names[row[3]], *row[6:]) if row[1] == "tool" and row[5] is None and row[3] in names
+                 else row for row in rows)

@@ -97,11 +97,6 @@ def is_plain(record: dict[str, Any], check_floats: bool = False) -> bool:
     return bool(record.get("role"))
 
 
-def plain_time(record: dict[str, Any], tz: tzinfo | None) -> float | None:
-    """The time of a parsed JSON record that is_plain takes, holding no widened float; None for any other."""
-    return parse_timestamp(record.get("timestamp"), tz) if is_plain(record, check_floats=True) else None
-
-
 def plain_message(record: dict[str, Any], line: int | None, tz: tzinfo | None) -> LegacyMessage | None:
     """The message of a plain record (nearly every line); None sends anything else down the careful
     path (normalise_message), which gives the same result plus its problems."""

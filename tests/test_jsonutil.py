@@ -59,3 +59,14 @@ def test_a_report_spells_undecodable_bytes_and_lone_surrogates_printably() -> No
                      "fine": "caf\u00e9"}
     assert orjson.loads(orjson.dumps(shown)) == shown
     assert printable("plain") == "plain" and printable(3) == 3
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: abs(f) >= 2.0**63),
+       st.sampled_from(["tool_calls", "content"]))
+def test_a_wide_float_is_always_spelled_with_an_exponent(big: float, where: str) -> None:
+    # The plain reader (importers/jsonl.py:_plain_row) walks a message's JSON values for such a float
+    # only when their text holds "e+": this is what makes skipping the walk safe.
+    value = [{"id": "c", "function": {"n": [big]}}] if where == "tool_calls" else [{"type": "text", "score": big}]
+    assert "e+" in jsonutil.dumps_parsed(value)
+    assert "e+" in jsonutil.encode_content(value)

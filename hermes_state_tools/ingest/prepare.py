@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS, Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing, texts_wanted
 from hermes_state_tools.ingest.merge_copies import (
@@ -29,9 +30,8 @@ from hermes_state_tools.ingest.merge_copies import (
     new_row,
     plan_session,
 )
-from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, SHORT_ROW, Row, StagedRows
+from hermes_state_tools.ingest.rows import StagedRows
 from hermes_state_tools.ingest.units import ReadLog, Unit
-from hermes_state_tools.tables.messages import tool_call_increment
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
 # that a concurrent Hermes writer waits a fraction of a second at most (big tool outputs count
@@ -60,6 +60,13 @@ class Prepared:
     foreign_ids: tuple[int, ...] = ()  # stored rows that are no message: moved into extra data
     staged_session: int | None = None  # a plain create's sessions row, staged too (its rowid there)
 
+    def staged(self, rows: StagedRows, session: int | None) -> Prepared:
+        """The same plan with its rows (and maybe its sessions row) staged. A copy of the fields rather
+        than dataclasses.replace, which runs a frozen __init__ again: staging makes one per session."""
+        copy = object.__new__(Prepared)
+        copy.__dict__.update(self.__dict__, rows=rows, staged_session=session)
+        return copy
+
     @property
     def message_count(self) -> int:
         return self.rows.count if isinstance(self.rows, StagedRows) else len(self.rows)
@@ -77,39 +84,12 @@ class Prepared:
                 and not (self.message_extras or self.retimed or self.enrich or self.foreign_ids))
 
 
-_NO_TAIL = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
-# The keys of a plain record that fill the tail (token_count is never plain): most records hold none.
-_TAIL_KEYS = frozenset(("finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items"))
-
-
 def _tool_call_count(inserts: list[tuple[Any, float, int]]) -> int | None:
     """What the messages add to tool_call_count; None when some hold their tool calls as text another
     program stored (an export of its rows): the writer then counts them as counters.recount does."""
     if any(isinstance(m.tool_calls, str) for m, _, _ in inserts):
         return None
     return sum(tool_call_increment(m.role, m.tool_calls) for m, _, _ in inserts)
-
-
-def _json_column(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return jsonutil.dumps_parsed(value)  # every value here was read by a JSON parser
-
-
-def message_row(session_id: str, role: str, content: Any, tool_call_id: str | None, tool_calls: Any,
-                tool_name: str | None, timestamp: float, tail: tuple[Any, ...]) -> Row:
-    """One messages row in MESSAGE_COLUMNS order from a message's values; `tail` is its token_count,
-    finish_reason, reasoning, reasoning_details and codex_reasoning_items. A row whose tail is all
-    NULL stops after `timestamp` (rows.py)."""
-    # (The checks for the usual text and NULL inline: this runs for every message imported.)
-    if content is not None and type(content) is not str:
-        content = jsonutil.encode_content(content)
-    if tool_calls is not None and type(tool_calls) is not str:
-        tool_calls = _json_column(tool_calls)
-    row: Row = (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp)
-    if tail is not _NO_TAIL and tail != _NO_TAIL:
-        row += (*tail[:3], _json_column(tail[3]), _json_column(tail[4]))
-    return row
 
 
 def _rows(plan: SessionPlan) -> tuple[Row, ...]:
@@ -193,24 +173,14 @@ def planned(conn: sqlite3.Connection | None, units: Iterable[Unit], log: ReadLog
 
 def plain_plan(unit: Unit) -> Prepared:
     """The plan of a new session read from a plain transcript: what plan_session gives for its one copy
-    (times as recorded, no repeats, nothing stored to align with), straight from its lines."""
-    assert unit.plain is not None
-    session, sid = unit.plain.session, unit.session_id
-    rows, tool_calls = [], 0
-    for line, timestamp in zip(unit.plain.lines, unit.plain.times, strict=True):
-        get = line.get
-        role, calls = line["role"], get("tool_calls")
-        tail = _NO_TAIL if _TAIL_KEYS.isdisjoint(line) else (
-            None, get("finish_reason"), get("reasoning"), get("reasoning_details"), get("codex_reasoning_items"))
-        rows.append(message_row(sid, role, get("content"), get("tool_call_id"), calls, get("tool_name"), timestamp,
-                                tail))
-        if calls is not None:
-            tool_calls += tool_call_increment(role, calls)
+    (times as recorded, no repeats, nothing stored to align with), its rows as read_plain made them."""
+    plain = unit.plain
+    assert plain is not None
     return Prepared(
-        session_id=sid, create=True, row=new_row(sid, [session], unit.plain.times, unit.fallback_start),
-        session_extra=dict(session.extra), rows=tuple(rows), message_extras=(), tool_calls=tool_calls, duplicates=0,
-        fingerprint=fingerprint_of(None), retimed=(),
-        unit=unit.with_copies([]),
+        session_id=unit.session_id, create=True,
+        row=new_row(unit.session_id, [plain.session], [plain.first, plain.last], unit.fallback_start),
+        session_extra=dict(plain.session.extra), rows=plain.rows, message_extras=(), tool_calls=plain.tool_calls,
+        duplicates=0, fingerprint=fingerprint_of(None), retimed=(), unit=unit.with_copies([]),
     )
 
 

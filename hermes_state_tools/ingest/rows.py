@@ -1,8 +1,7 @@
 """Rows as the import carries them: in memory, or staged in a side file by the reader process.
 
-A prepared row holds the first 7 columns of MESSAGE_COLUMNS, or all 12 when any of the last
-five has a value (nearly every legacy message needs only 7, and binding a NULL costs more
-than binding text). Rows go in by runs of one size, in their order: ids follow that order.
+A row is core/message_rows.py's: short (7 columns) or whole (12). Rows go in by runs of one
+size, in their order: ids follow that order.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS, Row
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.core.surrogates import without_surrogates
@@ -22,11 +22,6 @@ from hermes_state_tools.core.surrogates import without_surrogates
 if TYPE_CHECKING:
     from hermes_state_tools.ingest.prepare import Prepared
 
-MESSAGE_COLUMNS = (
-    "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count",
-    "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
-)
-SHORT_ROW = 7  # columns of a row whose last five would all be NULL
 _SESSION_FIELD_SET = frozenset(SESSION_FIELDS)
 
 
@@ -38,9 +33,6 @@ class StagedRows:
 
     first: int
     count: int
-
-
-Row = tuple[Any, ...]
 
 
 # Rows per INSERT of many VALUES: under SQLite's oldest limit of 999 bound values for 12 columns.

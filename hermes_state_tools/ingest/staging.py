@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS
 from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest.rows import MESSAGE_COLUMNS, StagedRows, insert_rows, session_values
+from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
 from hermes_state_tools.tables import extras
 
 if TYPE_CHECKING:
@@ -52,16 +52,20 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
             conn.execute(f"CREATE TABLE sessions ({_SESSION_COLUMNS})")
             conn.execute("BEGIN")
             first = 1  # rowids of a new table count up from 1 in insert order
-            sessions: list[tuple[Any, ...]] = []
+            # Each session's columns that hold a value, by column set (a NULL binds slowest, and most
+            # columns of a legacy session are NULL); rowids given, so they follow the batch's order.
+            sessions: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
             for item in batch:
                 assert not isinstance(item.rows, StagedRows)
-                row = _staged_session(item)
-                if row is not None:
-                    sessions.append(row)
-                staged.append(replace(item, rows=StagedRows(first, len(item.rows)),
-                                      staged_session=len(sessions) if row is not None else None))
+                number = None
+                if (row := _staged_session(item)) is not None:
+                    number = len(staged) + 1
+                    sessions.setdefault(row[0], []).append((number, *row[1]))
+                staged.append(item.staged(StagedRows(first, len(item.rows)), number))
                 first += len(item.rows)
-            conn.executemany(f"INSERT INTO sessions VALUES ({', '.join('?' * (len(SESSION_FIELDS) + 1))})", sessions)
+            for names, values in sessions.items():
+                conn.executemany(f"INSERT INTO sessions (rowid, {', '.join(names)}) VALUES "
+                                 f"({', '.join('?' * (len(names) + 1))})", values)
             # One statement per run of rows of one width, not one per session: a batch of short
             # sessions would otherwise spend most of its time starting statements.
             insert_rows(conn, "rows", [row for item in batch for row in item.rows])  # type: ignore[union-attr]
@@ -74,15 +78,18 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
     return tuple(staged)
 
 
-def _staged_session(item: Prepared) -> tuple[Any, ...] | None:
-    """A plain create's sessions row as stored (every column), and its extra data as JSON text."""
+def _staged_session(item: Prepared) -> tuple[tuple[str, ...], tuple[Any, ...]] | None:
+    """A plain create's sessions row as stored, its extra data as JSON text (hst_extra): the names and
+    values of the columns that hold a value (the others are NULL in the staging file too)."""
     if not item.plain_create:
         return None
     values = session_values(item, dict(item.row))
     if len(values) != len(SESSION_FIELDS):  # session_values keeps only SESSION_FIELDS
         return None  # a row without some column takes its default: written from memory instead
-    extra = jsonutil.dumps(item.session_extra) if item.session_extra else None
-    return (*(values[name] for name in SESSION_FIELDS), extra)
+    if item.session_extra:
+        values["hst_extra"] = jsonutil.dumps(item.session_extra)
+    kept = {name: value for name, value in values.items() if value is not None}
+    return tuple(kept), tuple(kept.values())
 
 
 @contextlib.contextmanager

@@ -7,17 +7,11 @@ import time
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.message_rows import tool_call_increment
 from hermes_state_tools.errors import UnknownSessionError
 from hermes_state_tools.tables import extras
 
 _JSON_COLUMNS = ("reasoning_details", "codex_reasoning_items")
-
-
-def tool_call_increment(role: str, tool_calls: Any) -> int:
-    """How much one message adds to `tool_call_count`: a list counts its length, other values 1."""
-    if role == "tool" or tool_calls is None:
-        return 0
-    return len(tool_calls) if isinstance(tool_calls, list) else 1
 
 
 _SQLITE_CONSTRAINT_FOREIGNKEY = 787
