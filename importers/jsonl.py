@@ -110,7 +110,7 @@ def _in_time_order(message: LegacyMessage, record: Any, latest: float | None,
 def _take_meta(record: dict[str, Any], number: int, meta: dict[str, Any], extra: dict[str, Any]) -> None:
     """Merge a session_meta line into `meta`; a line that contradicts an earlier one is kept whole."""
     values = {k: v for k, v in record.items() if k != "role" and not (k == "content" and v is None)}
-    if any(key in meta and meta[key] != value for key, value in values.items()):
+    if meta and any(key in meta and meta[key] != value for key, value in values.items()):
         extra[f"session_meta_line_{number}"] = record
         return
     meta.update(values)
@@ -177,6 +177,7 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     extra: dict[str, Any] = {}
     rows: list[Row] = []
     calls: list[list[Any]] = []  # every message's tool calls, to name the tool rows that lack a name
+    unnamed: list[int] = []  # those rows' places
     latest, tool_calls = -math.inf, 0
     loads = orjson.loads
     for number, raw in enumerate(split_lines(data), 1):
@@ -199,6 +200,8 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
         if row is None or row[6] <= latest:
             return None
         latest = row[6]
+        if role == "tool" and row[5] is None:
+            unnamed.append(len(rows))
         rows.append(row)
         if (listed := value.get("tool_calls")) is not None:
             calls.append(listed)
@@ -208,7 +211,9 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     *problems, session = _session(session_id, file, [], meta, fallback_source, extra, tz)
     if problems or not isinstance(session, LegacySession):
         return None
-    return PlainTranscript(session, _named_tools(rows, calls), rows[0][6], latest, tool_calls, status.st_mtime)
+    if unnamed:
+        _name_tools(rows, unnamed, calls)
+    return PlainTranscript(session, tuple(rows), rows[0][6], latest, tool_calls, status.st_mtime)
 
 
 _PLAIN_KEYS = frozenset(PLAIN_TYPES)
@@ -257,10 +262,10 @@ def _plain_tail(record: dict[str, Any]) -> tuple[Any, ...] | None:
     return None if has_wide_float(details) or has_wide_float(items) else (None, finish, reasoning, details, items)
 
 
-def _named_tools(rows: list[Row], calls: list[list[Any]]) -> tuple[Row, ...]:
-    """The rows, a tool row without a name named after the call it answers, as fill_tool_names names it."""
-    if not any(row[1] == "tool" and row[5] is None for row in rows):
-        return tuple(rows)
+def _name_tools(rows: list[Row], unnamed: list[int], calls: list[list[Any]]) -> None:
+    """Name each tool row at these places after the call it answers, as fill_tool_names names it."""
     names = call_names(calls)
-    return tuple((*row[:5], names[row[3]], *row[6:]) if row[1] == "tool" and row[5] is None and row[3] in names
-                 else row for row in rows)
+    for at in unnamed:
+        row = rows[at]
+        if row[3] in names:
+            rows[at] = (*row[:5], names[row[3]], *row[6:])

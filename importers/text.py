@@ -145,9 +145,12 @@ def read_small(path: Path) -> tuple[os.stat_result, bytes | None]:
         status = os.fstat(fd)
         if not 0 < status.st_size <= WHOLE_FILE_BYTES:
             return status, None
-        chunks = []
-        while chunk := os.read(fd, max(status.st_size, 1 << 16)):  # one read, unless the file grows
-            chunks.append(chunk)
+        # A byte more than its size: exactly its size back is the whole file, in one call. Anything
+        # else (it grew or shrank meanwhile, a short read) reads on to the end.
+        chunks = [os.read(fd, status.st_size + 1)]
+        if len(chunks[0]) != status.st_size:
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
         return status, b"".join(chunks)
     finally:
         os.close(fd)

@@ -317,8 +317,10 @@ _FILLED_FIELDS = tuple(name for name in SESSION_FIELDS if name not in ("id", "so
 def _session_fields(copies: list[LegacySession]) -> dict[str, Any]:
     best = max(copies, key=lambda c: c.source_rank)  # max keeps the first of equal ranks
     if len(copies) == 1:  # the usual case, and what _first gives for one copy
-        known = copies[0].fields
-        fields = {name: None if (value := known.get(name)) == "" else value for name in _FILLED_FIELDS}
+        fields = dict.fromkeys(_FILLED_FIELDS)
+        for name, value in copies[0].fields.items():  # a few names, against every field's
+            if name in fields:
+                fields[name] = None if value == "" else value
     else:
         fields = {name: _first(copies, name) for name in _FILLED_FIELDS}
     fields["source"] = best.fields.get("source") or _first(copies, "source") or "unknown"

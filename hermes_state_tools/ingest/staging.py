@@ -29,6 +29,7 @@ SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)
 _SESSION_FIELDS = ", ".join(SESSION_FIELDS)
 _SESSION_COLUMNS = _SESSION_FIELDS + ", hst_extra"
+_NAMED = frozenset(SESSION_FIELDS) - {"message_count", "tool_call_count"}  # session_values adds a new one's counters
 # Said alike whether the import writes into an existing file (the batches committed before stay) or
 # builds a new one aside (nothing of it is placed): a re-run skips whatever is stored.
 RERUN = "re-run the import to finish (it skips what is already stored)"
@@ -81,15 +82,12 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
 def _staged_session(item: Prepared) -> tuple[tuple[str, ...], tuple[Any, ...]] | None:
     """A plain create's sessions row as stored, its extra data as JSON text (hst_extra): the names and
     values of the columns that hold a value (the others are NULL in the staging file too)."""
-    if not item.plain_create:
-        return None
-    values = session_values(item, dict(item.row))
-    if len(values) != len(SESSION_FIELDS):  # session_values keeps only SESSION_FIELDS
+    if not item.plain_create or not item.row.keys() >= _NAMED:
         return None  # a row without some column takes its default: written from memory instead
+    values = session_values(item, {name: value for name, value in item.row.items() if value is not None})
     if item.session_extra:
         values["hst_extra"] = jsonutil.dumps(item.session_extra)
-    kept = {name: value for name, value in values.items() if value is not None}
-    return tuple(kept), tuple(kept.values())
+    return tuple(values), tuple(values.values())
 
 
 @contextlib.contextmanager
