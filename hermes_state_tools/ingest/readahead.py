@@ -24,7 +24,7 @@ CHUNK = 64
 class ReadAhead:
     """Files asked for ahead of their reading, in the order they will be read."""
 
-    def __init__(self, paths: Sequence[Path], window: int = WINDOW, chunk: int = CHUNK) -> None:
+    def __init__(self, paths: Sequence[Path | str], window: int = WINDOW, chunk: int = CHUNK) -> None:
         self._paths = paths if hasattr(os, "posix_fadvise") else ()
         self._window, self._chunk = window, chunk
         self._read = self._asked = 0

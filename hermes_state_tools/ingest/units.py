@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
@@ -13,7 +13,7 @@ from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.core.surrogates import has_surrogate, without_surrogates
 from hermes_state_tools.importers import parse_timestamp, read_file
 from hermes_state_tools.importers.build import file_id
-from hermes_state_tools.importers.discover import file_shape
+from hermes_state_tools.importers.discover import name_shape
 from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
 from hermes_state_tools.ingest.readahead import ReadAhead
 
@@ -46,14 +46,15 @@ class ReadLog:
     files_read: int = 0
 
 
-def named_id(path: Path, shape: str | None = None) -> str | None:
+def named_id(path: Path | str, shape: str | None = None) -> str | None:
     """The session id a transcript's file name gives, when it gives one (`shape`: its file_shape,
     when known); the store's spelling of it (see stored_id)."""
-    shape = shape or file_shape(path)
+    name = os.path.basename(path)
+    shape = shape or name_shape(name)
     if shape == "jsonl":
-        return stored_id(file_id(path.stem))
-    if shape == "snapshot" and path.name.startswith("session_"):
-        return stored_id(file_id(path.stem[len("session_"):]))
+        return stored_id(file_id(name[:-len(".jsonl")]))
+    if shape == "snapshot" and name.startswith("session_"):
+        return stored_id(file_id(name[len("session_"):-len(".json")]))
     return None
 
 
@@ -120,7 +121,7 @@ def _may_be_child(record: LegacySession) -> bool:
 class UnitReader:
     """Groups files by the session their name gives and yields one unit per session."""
 
-    def __init__(self, files: list[Path], tz: tzinfo | None, source: str | None, log: ReadLog,
+    def __init__(self, files: Sequence[Path | str], tz: tzinfo | None, source: str | None, log: ReadLog,
                  parents: dict[str, str] | None = None, stored: set[str] | None = None) -> None:
         self.tz, self.source, self.log = tz, source, log
         self.parents = parents or {}
@@ -128,13 +129,15 @@ class UnitReader:
         # whose one file is a plain transcript is read the fast way.
         self.stored = stored
         self.index: dict[str, LegacySession] = {}
-        self.groups: dict[str, list[Path]] = {}
-        self.singles: list[Path] = []
+        # The files as text until each is read: a Path costs more to make than its name costs to look
+        # at, and the reader process has to group every file before its first batch.
+        self.groups: dict[str, list[str]] = {}
+        self.singles: list[str] = []
         self.jsonl: set[str] = set()  # the sessions with a gateway transcript among their files
-        for path in files:
-            shape = file_shape(path)
+        for path in [os.fspath(file) for file in files]:
+            shape = name_shape(os.path.basename(path))
             if shape == "index":
-                for record in self.records(path):
+                for record in self.records(Path(path)):
                     self.index.setdefault(record.session_id, record)
             elif (sid := named_id(path, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
@@ -172,7 +175,7 @@ class UnitReader:
     def _units(self, order: list[str], ahead: ReadAhead) -> Iterator[Unit]:
         deferred: list[tuple[LegacySession, Path]] = []
         for sid in order:
-            paths = self.groups[sid]
+            paths = [Path(name) for name in self.groups[sid]]
             ahead.read(len(paths))
             plain = self._plain(sid, paths)
             if plain is not None:
@@ -188,7 +191,7 @@ class UnitReader:
                         by_id.setdefault(record.session_id, []).append(record)
             for session_id, copies in by_id.items():
                 yield self.unit(session_id, copies, paths)
-        for path in self.singles:
+        for path in map(Path, self.singles):
             ahead.read()
             for record in self.records(path):
                 self._learn(record)

@@ -14,7 +14,7 @@ import pickle
 import shutil
 import subprocess
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import IO
@@ -36,7 +36,7 @@ from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
 from hermes_state_tools.store.opening import open_read_connection
 
 
-def prepared_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
+def prepared_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                      log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
     """Units read from `files`, planned against the database as it is (None: no database yet)."""
     # The opener's read-only look (store/opening.py): no -wal/-shm left beside the database.
