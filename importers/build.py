@@ -32,6 +32,8 @@ _COPY_NAME = re.compile(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})
 
 def file_id(name_id: str) -> str:
     """The session id a file name gives: a copy's name gives its original's (see _COPY_NAME)."""
+    if " " not in name_id:  # every copy's suffix starts with a space; the pattern costs more than this
+        return name_id
     match = _COPY_NAME.fullmatch(name_id)
     return match.group("id") if match else name_id
 

@@ -50,7 +50,10 @@ def named_id(path: Path | str, shape: str | None = None) -> str | None:
     """The session id a transcript's file name gives, when it gives one (`shape`: its file_shape,
     when known); the store's spelling of it (see stored_id)."""
     name = os.path.basename(path)
-    shape = shape or name_shape(name)
+    return _name_id(name, shape or name_shape(name))
+
+
+def _name_id(name: str, shape: str | None) -> str | None:
     if shape == "jsonl":
         return stored_id(file_id(name[:-len(".jsonl")]))
     if shape == "snapshot" and name.startswith("session_"):
@@ -135,11 +138,12 @@ class UnitReader:
         self.singles: list[str] = []
         self.jsonl: set[str] = set()  # the sessions with a gateway transcript among their files
         for path in [os.fspath(file) for file in files]:
-            shape = name_shape(os.path.basename(path))
+            name = os.path.basename(path)
+            shape = name_shape(name)
             if shape == "index":
                 for record in self.records(Path(path)):
                     self.index.setdefault(record.session_id, record)
-            elif (sid := named_id(path, shape)) is not None:
+            elif (sid := _name_id(name, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
                 if shape == "jsonl":
                     self.jsonl.add(sid)
