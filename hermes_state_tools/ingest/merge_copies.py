@@ -314,15 +314,18 @@ def _first(copies: list[LegacySession], name: str) -> Any:
 _FILLED_FIELDS = tuple(name for name in SESSION_FIELDS if name not in ("id", "source"))
 
 
+_FILLED_SET = frozenset(_FILLED_FIELDS)
+
+
 def _session_fields(copies: list[LegacySession]) -> dict[str, Any]:
+    """The sessions columns the copies give a value, each the first copy's that has one; no key for a
+    column none of them gives (it is stored NULL, or its default: see new_row's counters)."""
     best = max(copies, key=lambda c: c.source_rank)  # max keeps the first of equal ranks
     if len(copies) == 1:  # the usual case, and what _first gives for one copy
-        fields = dict.fromkeys(_FILLED_FIELDS)
-        for name, value in copies[0].fields.items():  # a few names, against every field's
-            if name in fields:
-                fields[name] = None if value == "" else value
+        fields = {name: value for name, value in copies[0].fields.items()
+                  if name in _FILLED_SET and value is not None and value != ""}
     else:
-        fields = {name: _first(copies, name) for name in _FILLED_FIELDS}
+        fields = {name: value for name in _FILLED_FIELDS if (value := _first(copies, name)) is not None}
     fields["source"] = best.fields.get("source") or _first(copies, "source") or "unknown"
     return fields
 

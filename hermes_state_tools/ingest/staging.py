@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS
-from hermes_state_tools.core.schema import SESSION_FIELDS
+from hermes_state_tools.core.schema import SESSION_FIELDS, SESSIONS_COLUMNS
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
 from hermes_state_tools.tables import extras
@@ -29,7 +29,9 @@ SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)
 _SESSION_FIELDS = ", ".join(SESSION_FIELDS)
 _SESSION_COLUMNS = _SESSION_FIELDS + ", hst_extra"
-_NAMED = frozenset(SESSION_FIELDS) - {"message_count", "tool_call_count"}  # session_values adds a new one's counters
+# The columns with a default (a row without them takes it, a staged row would hold NULL); session_values
+# gives a new session's message and tool call counts.
+_DEFAULTED = frozenset(c.name for c in SESSIONS_COLUMNS if "DEFAULT" in c.decl) - {"message_count", "tool_call_count"}
 # Said alike whether the import writes into an existing file (the batches committed before stay) or
 # builds a new one aside (nothing of it is placed): a re-run skips whatever is stored.
 RERUN = "re-run the import to finish (it skips what is already stored)"
@@ -82,8 +84,8 @@ def stage_batch(path: Path, batch: tuple[Prepared, ...]) -> tuple[Prepared, ...]
 def _staged_session(item: Prepared) -> tuple[tuple[str, ...], tuple[Any, ...]] | None:
     """A plain create's sessions row as stored, its extra data as JSON text (hst_extra): the names and
     values of the columns that hold a value (the others are NULL in the staging file too)."""
-    if not item.plain_create or not item.row.keys() >= _NAMED:
-        return None  # a row without some column takes its default: written from memory instead
+    if not item.plain_create or not item.row.keys() >= _DEFAULTED:
+        return None  # a row without a column that has a default takes it: written from memory instead
     values = session_values(item, {name: value for name, value in item.row.items() if value is not None})
     if item.session_extra:
         values["hst_extra"] = jsonutil.dumps(item.session_extra)
