@@ -69,6 +69,10 @@ def stored_id(session_id: str) -> str:
     return cleaned
 
 
+def _as_path(file: Path | str) -> Path:
+    return file if isinstance(file, Path) else Path(file)
+
+
 def _mtime(path: Path) -> float:
     try:
         return os.stat(path).st_mtime
@@ -134,14 +138,14 @@ class UnitReader:
         self.index: dict[str, LegacySession] = {}
         # The files as text until each is read: a Path costs more to make than its name costs to look
         # at, and the reader process has to group every file before its first batch.
-        self.groups: dict[str, list[str]] = {}
-        self.singles: list[str] = []
+        self.groups: dict[str, list[Path | str]] = {}
+        self.singles: list[Path | str] = []
         self.jsonl: set[str] = set()  # the sessions with a gateway transcript among their files
-        for path in [os.fspath(file) for file in files]:
+        for path in files:
             name = os.path.basename(path)
             shape = name_shape(name)
             if shape == "index":
-                for record in self.records(Path(path)):
+                for record in self.records(_as_path(path)):
                     self.index.setdefault(record.session_id, record)
             elif (sid := _name_id(name, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
@@ -179,7 +183,7 @@ class UnitReader:
     def _units(self, order: list[str], ahead: ReadAhead) -> Iterator[Unit]:
         deferred: list[tuple[LegacySession, Path]] = []
         for sid in order:
-            paths = [Path(name) for name in self.groups[sid]]
+            paths = [_as_path(file) for file in self.groups[sid]]
             ahead.read(len(paths))
             plain = self._plain(sid, paths)
             if plain is not None:
@@ -195,7 +199,7 @@ class UnitReader:
                         by_id.setdefault(record.session_id, []).append(record)
             for session_id, copies in by_id.items():
                 yield self.unit(session_id, copies, paths)
-        for path in map(Path, self.singles):
+        for path in map(_as_path, self.singles):
             ahead.read()
             for record in self.records(path):
                 self._learn(record)
