@@ -75,3 +75,27 @@ def test_only_a_session_id_with_a_copy_suffix_is_read_as_a_copy(name):
         assert re.fullmatch(r"\d{8}_\d{6}_[0-9A-Za-z]+", original)
         assert re.fullmatch(f"(?:{COPY_SUFFIX})+", name[len(original):])
     assert file_id(original) == original
+
+
+_NAME_TEXT = st.text(st.sampled_from("._ (1)-Copyab9\u00e9"), max_size=12)
+
+
+@given(st.one_of(_NAME_TEXT, _NAME_TEXT.map(lambda text: SID + text), st.sampled_from(SUFFIXES).map(lambda s: SID + s)),
+       st.sampled_from([".jsonl", ".json"]), st.booleans())
+def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, suffix: str, snapshot: bool) -> None:
+    # The reader groups files by their names as text (ingest/units.py:named_id); it must give the id
+    # Path.stem gives, whatever the name (leading dots, copies' suffixes, no id at all).
+    from hermes_state_tools.importers.discover import file_shape
+    from hermes_state_tools.ingest.units import named_id, stored_id
+
+    path = Path("/x") / (("session_" if snapshot else "") + text + suffix)
+    shape = file_shape(path)
+    expected = None
+    if shape == "jsonl":
+        expected = stored_id(file_id(path.stem))
+    elif shape == "snapshot" and path.name.startswith("session_"):
+        expected = stored_id(file_id(path.stem[len("session_"):]))
+    assert named_id(path) == expected
+    assert named_id(str(path)) == expected
+    copy = re.fullmatch(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})+", text)
+    assert file_id(text) == (copy.group("id") if copy else text)  # the pattern is skipped for names without a space

@@ -54,8 +54,8 @@ def named_id(path: Path | str, shape: str | None = None) -> str | None:
 
 
 def _name_id(name: str, shape: str | None) -> str | None:
-    if shape == "jsonl":
-        return stored_id(file_id(name[:-len(".jsonl")]))
+    if shape == "jsonl":  # the name without ".jsonl", as Path.stem gives it (".jsonl" alone is all stem)
+        return stored_id(file_id(name[:-len(".jsonl")] if name != ".jsonl" else name))
     if shape == "snapshot" and name.startswith("session_"):
         return stored_id(file_id(name[len("session_"):-len(".json")]))
     return None
