@@ -14,12 +14,14 @@ import os
 import pickle
 import shutil
 import signal
+import sqlite3
 import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from hermes_state_tools.ingest.channel import READ_AHEAD, send
 from hermes_state_tools.ingest.prepare import Batch
@@ -118,6 +120,11 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Binding None makes Python's sqlite3 look for an adapter it never finds (a tuple built, a dict
+    # missed, two attribute look-ups) before it binds NULL; most staged values past the text are None.
+    # One found at once (a C call that gives None back) takes a third off binding such rows. Only here:
+    # the registry is the whole process's, and this process is the import's own.
+    sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     serve(sys.stdin.buffer, channel)
