@@ -25,7 +25,7 @@ from hermes_state_tools import SessionDB
 from hermes_state_tools.cli.base import INTERRUPTED
 from hermes_state_tools.core.export_format import export_line
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest import import_paths, run, worker
+from hermes_state_tools.ingest import import_paths, launch, run
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
 from hermes_state_tools.store import fresh
 from hermes_state_tools.store.files import TEMP_MARK
@@ -182,7 +182,7 @@ def test_a_failed_build_leaves_no_database_and_no_temporary_file(tmp_path, monke
     sample = _sample(tmp_path / "sample", PARALLEL_FROM_FILES + 16)
     db = tmp_path / "home" / "state.db"
     # A real reader process that dies at once: the import fails with the reader's error.
-    monkeypatch.setattr(worker, "_launch_code", lambda: "import os, sys; sys.stdin.buffer.read(1); os._exit(3)")
+    monkeypatch.setattr(launch, "_launch_code", lambda: "import os, sys; sys.stdin.buffer.read(1); os._exit(3)")
     with pytest.raises(ImportReaderError, match="re-run the import to finish") as failed:
         import_paths(db, sample)
     assert "kept" not in str(failed.value)  # nothing of a new file is kept: the message must not say so

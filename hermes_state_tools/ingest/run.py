@@ -18,11 +18,12 @@ from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabaseError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest.existing import load_existing, texts_wanted
+from hermes_state_tools.ingest.launch import start_reader, stop_reader
 from hermes_state_tools.ingest.merge_copies import Existing
 from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, left_out, prepare, with_stored_texts
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.worker import local_batches, remote_batches, start_reader, stop_reader
+from hermes_state_tools.ingest.worker import local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
 from hermes_state_tools.store.fresh import build_new_store, unclaimed
@@ -317,23 +318,28 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
 
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
-                 dry_run: bool = False, progress: Progress | None = None) -> ImportStats:
-    """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty)."""
+                 dry_run: bool = False, progress: Progress | None = None,
+                 reader: subprocess.Popen[bytes] | None = None) -> ImportStats:
+    """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty).
+
+    `reader`: a reader process the caller started beforehand (ingest/launch.py:start_reader, for `tz`),
+    so its interpreter started while the import's modules loaded; taken if the import reads in a
+    reader process, stopped if not."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     new_file = not (db_path.exists() and db_path.stat().st_size)  # a dry run says it would make it
-    # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
-    # dry run or not, files found or not); the store is opened (and upgraded) only to write.
-    proven = prepare_schema(db_path, stats)
     # A real run with enough files reads them in a reader process, started as soon as that many are
-    # found: its start overlaps the rest of the search and opening the store.
-    spare: list[subprocess.Popen[bytes]] = []
+    # found (unless one was started already): its start overlaps the rest of the search and opening the store.
+    spare: list[subprocess.Popen[bytes]] = [reader] if reader is not None else []
 
     def start_early() -> None:
         if (child := start_reader(tz)) is not None:
             spare.append(child)
 
     try:
-        files, found = discover(paths, None if dry_run else (PARALLEL_FROM_FILES, start_early))
+        # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
+        # dry run or not, files found or not); the store is opened (and upgraded) only to write.
+        proven = prepare_schema(db_path, stats)
+        files, found = discover(paths, None if dry_run or spare else (PARALLEL_FROM_FILES, start_early))
         log.problems += found
         if not files:  # nothing to write: the database is not created or opened for it
             stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",
