@@ -43,3 +43,33 @@ def test_a_closed_one_asks_for_nothing_more(tmp_path):
     ahead.close()
     ahead.read(30)
     assert ahead.asked == 10
+
+
+def _evict(paths: list[Path]) -> None:
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # dirty pages are not dropped
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def test_files_in_memory_are_not_asked_for_and_evicted_ones_are(tmp_path, monkeypatch):
+    from hermes_state_tools.ingest import readahead
+
+    asked: list[int] = []
+    real = os.posix_fadvise
+    monkeypatch.setattr(readahead.os, "posix_fadvise", lambda fd, *a: (asked.append(fd), real(fd, *a))[1])
+    files = _files(tmp_path / "s", 40)
+    ReadAhead(files, window=40, chunk=8)
+    assert asked == []  # just written: in memory, one look per chunk and no request
+    if not hasattr(os, "RWF_NOWAIT"):
+        pytest.skip("no read that may not wait here: every file is asked for")
+    _evict(files[16:])
+    asked.clear()  # (the eviction's own calls)
+    # (A look that misses starts that file's read: look at one the groups are not judged by.)
+    if readahead._cached(files[16]):
+        pytest.skip("this filesystem keeps files in memory (tmpfs): nothing to evict")
+    ReadAhead(files, window=40, chunk=8)
+    assert len(asked) == 24  # the three chunks whose files left memory, each file asked for
