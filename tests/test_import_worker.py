@@ -16,7 +16,7 @@ import pytest
 from import_helpers import content, fts_in_sync, write_jsonl
 
 from hermes_state_tools import SessionDB
-from hermes_state_tools.errors import ImportReaderError
+from hermes_state_tools.errors import ImportReaderError, NotAHermesDatabaseError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest import import_paths, run
 from hermes_state_tools.ingest.channel import READ_AHEAD
@@ -304,4 +304,26 @@ def test_a_reader_started_while_searching_is_stopped_when_the_import_fails_befor
     before = _children()
     with pytest.raises(OSError):
         import_paths(tmp_path / "blocked" / "state.db", [tmp_path / "sessions"])
+    assert _children() == before
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("case", ["name too long", "few files", "dry run", "not a database"])
+def test_a_reader_given_beforehand_is_stopped_however_the_import_ends(tmp_path, case):
+    # import-jsonl of a folder starts the reader before the import's modules load (ingest/launch.py)
+    # and hands it to import_paths, which must stop it on every way out, the first look at --db included.
+    from hermes_state_tools.ingest.launch import start_reader
+
+    _corpus(tmp_path / "sessions", 3 if case == "few files" else run.PARALLEL_FROM_FILES + 5)
+    db = tmp_path / ("x" * 300 + ".db" if case == "name too long" else "state.db")
+    if case == "not a database":
+        db.write_text("not SQLite")
+    before = _children()
+    reader = start_reader(None)
+    assert reader is not None
+    try:
+        import_paths(db, [tmp_path / "sessions"], reader=reader, dry_run=case == "dry run")
+    except (OSError, NotAHermesDatabaseError):
+        assert case in ("name too long", "not a database")
+    assert reader.poll() is not None
     assert _children() == before

@@ -26,7 +26,7 @@ from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.errors import StorageIOError
-from hermes_state_tools.ingest.launch import start_reader
+from hermes_state_tools.ingest.launch import start_reader, stop_reader
 from hermes_state_tools.store.files import require_replaceable
 from hermes_state_tools.views.export import FORMATS, export_file
 
@@ -125,7 +125,12 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
     # A folder may hold thousands of files, read in a reader process: it starts now, so its interpreter
     # starts while the import's own modules load (stopped at once if there are few files).
     reader = start_reader(tz) if not dry_run and any(path.is_dir() for path in paths) else None
-    from hermes_state_tools.ingest import import_paths
+    try:
+        from hermes_state_tools.ingest import import_paths
+    except BaseException:  # (Ctrl-C while the modules load) import_paths stops the reader once it has it
+        if reader is not None:
+            stop_reader(reader)
+        raise
 
     _report_import(lambda bars: import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run,
                                              progress=bars, reader=reader))

@@ -326,7 +326,6 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     so its interpreter started while the import's modules loaded; taken if the import reads in a
     reader process, stopped if not."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
-    new_file = not (db_path.exists() and db_path.stat().st_size)  # a dry run says it would make it
     # A real run with enough files reads them in a reader process, started as soon as that many are
     # found (unless one was started already): its start overlaps the rest of the search and opening the store.
     spare: list[subprocess.Popen[bytes]] = [reader] if reader is not None else []
@@ -335,7 +334,8 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         if (child := start_reader(tz)) is not None:
             spare.append(child)
 
-    try:
+    try:  # from the first look at the file on: a reader given is stopped however this ends
+        new_file = not (db_path.exists() and db_path.stat().st_size)  # a dry run says it would make it
         # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
         # dry run or not, files found or not); the store is opened (and upgraded) only to write.
         proven = prepare_schema(db_path, stats)
