@@ -14,7 +14,7 @@ import orjson
 
 from hermes_state_tools.core.export_format import is_export_record
 from hermes_state_tools.core.jsonutil import has_wide_float
-from hermes_state_tools.core.message_rows import NO_TAIL, Row, message_row, tool_call_increment
+from hermes_state_tools.core.message_rows import NO_TAIL, TIMESTAMP, Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.core.surrogates import has_surrogate
 from hermes_state_tools.importers.build import (
@@ -149,11 +149,14 @@ class PlainTranscript:
     its messages straight as messages rows, with no LegacyMessage made for any of them."""
 
     session: LegacySession  # its fields and extra exactly as read_jsonl gives them; no messages
-    rows: tuple[Row, ...]  # each message line's row (core/message_rows.py), in file order
-    first: float  # the first message's time; every later one is later than the one before
-    last: float
+    rows: tuple[Row, ...]  # each message line's row (core/message_rows.py), in file order, times rising
     tool_calls: int  # what the messages add to tool_call_count
     mtime: float  # the file's modification time, as read
+
+    @property
+    def span(self) -> list[float]:
+        """The first and the last message's time."""
+        return [self.rows[0][TIMESTAMP], self.rows[-1][TIMESTAMP]]
 
 
 def read_plain(path: Path, file: str, tz: tzinfo | None = None,
@@ -197,9 +200,9 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
                 _take_meta(value, number, meta, extra)
                 continue
         row = _plain_row(session_id, value, tz)
-        if row is None or row[6] <= latest:
+        if row is None or row[TIMESTAMP] <= latest:
             return None
-        latest = row[6]
+        latest = row[TIMESTAMP]
         if role == "tool" and row[5] is None:
             unnamed.append(len(rows))
         rows.append(row)
@@ -213,7 +216,7 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
         return None
     if unnamed:
         _name_tools(rows, unnamed, calls)
-    return PlainTranscript(session, tuple(rows), rows[0][6], latest, tool_calls, status.st_mtime)
+    return PlainTranscript(session, tuple(rows), tool_calls, status.st_mtime)
 
 
 _PLAIN_KEYS = frozenset(PLAIN_TYPES)

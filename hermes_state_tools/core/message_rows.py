@@ -19,6 +19,7 @@ SHORT_ROW = 7  # columns of a row whose last five would all be NULL
 NO_TAIL: tuple[None, ...] = (None,) * (len(MESSAGE_COLUMNS) - SHORT_ROW)
 
 Row = tuple[Any, ...]
+TIMESTAMP = MESSAGE_COLUMNS.index("timestamp")  # a row's time, short or whole
 
 
 def json_column(value: Any) -> str | None:

@@ -178,7 +178,7 @@ def plain_plan(unit: Unit) -> Prepared:
     assert plain is not None
     return Prepared(
         session_id=unit.session_id, create=True,
-        row=new_row(unit.session_id, [plain.session], [plain.first, plain.last], unit.fallback_start),
+        row=new_row(unit.session_id, [plain.session], plain.span, unit.fallback_start),
         session_extra=dict(plain.session.extra), rows=plain.rows, message_extras=(), tool_calls=plain.tool_calls,
         duplicates=0, fingerprint=fingerprint_of(None), retimed=(), unit=unit.with_copies([]),
     )
