@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -83,10 +84,10 @@ _NAME_TEXT = st.text(st.sampled_from("._ (1)-Copyab9\u00e9"), max_size=12)
 @given(st.one_of(_NAME_TEXT, _NAME_TEXT.map(lambda text: SID + text), st.sampled_from(SUFFIXES).map(lambda s: SID + s)),
        st.sampled_from([".jsonl", ".json"]), st.booleans())
 def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, suffix: str, snapshot: bool) -> None:
-    # The reader groups files by their names as text (ingest/units.py:named_id); it must give the id
+    # The reader groups files by their names as text (ingest/units.py:name_id); it must give the id
     # Path.stem gives, whatever the name (leading dots, copies' suffixes, no id at all).
-    from hermes_state_tools.importers.discover import file_shape
-    from hermes_state_tools.ingest.units import named_id, stored_id
+    from hermes_state_tools.importers.discover import file_shape, name_shape
+    from hermes_state_tools.ingest.units import name_id, stored_id
 
     path = Path("/x") / (("session_" if snapshot else "") + text + suffix)
     shape = file_shape(path)
@@ -95,7 +96,7 @@ def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, su
         expected = stored_id(file_id(path.stem))
     elif shape == "snapshot" and path.name.startswith("session_"):
         expected = stored_id(file_id(path.stem[len("session_"):]))
-    assert named_id(path) == expected
-    assert named_id(str(path)) == expected
+    assert name_id(path.name, name_shape(path.name)) == expected
+    assert name_id(os.path.basename(str(path)), shape) == expected
     copy = re.fullmatch(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})+", text)
     assert file_id(text) == (copy.group("id") if copy else text)  # the pattern is skipped for names without a space

@@ -46,14 +46,9 @@ class ReadLog:
     files_read: int = 0
 
 
-def named_id(path: Path | str, shape: str | None = None) -> str | None:
-    """The session id a transcript's file name gives, when it gives one (`shape`: its file_shape,
-    when known); the store's spelling of it (see stored_id)."""
-    name = os.path.basename(path)
-    return _name_id(name, shape or name_shape(name))
-
-
-def _name_id(name: str, shape: str | None) -> str | None:
+def name_id(name: str, shape: str | None) -> str | None:
+    """The session id a transcript's file name gives, when it gives one (`shape`: the name's
+    name_shape); the store's spelling of it (see stored_id)."""
     if shape == "jsonl":  # the name without ".jsonl", as Path.stem gives it (".jsonl" alone is all stem)
         return stored_id(file_id(name[:-len(".jsonl")] if name != ".jsonl" else name))
     if shape == "snapshot" and name.startswith("session_"):
@@ -147,7 +142,7 @@ class UnitReader:
             if shape == "index":
                 for record in self.records(_as_path(path)):
                     self.index.setdefault(record.session_id, record)
-            elif (sid := _name_id(name, shape)) is not None:
+            elif (sid := name_id(name, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
                 if shape == "jsonl":
                     self.jsonl.add(sid)
