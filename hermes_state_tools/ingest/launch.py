@@ -57,14 +57,19 @@ def start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
     return child
 
 
-def stop_reader(child: subprocess.Popen[bytes]) -> None:
-    """Stop a reader process that was started but never given its work: it holds nothing yet (its
-    staging folder is made once it has its files), so it is killed rather than waited for while its
-    interpreter may still be starting."""
+def close_pipes(child: subprocess.Popen[bytes]) -> None:
+    """Close this end of the reader's pipes: its cue to stop."""
     for pipe in (child.stdin, child.stdout):
         with contextlib.suppress(OSError):
             assert pipe is not None
             pipe.close()
+
+
+def stop_reader(child: subprocess.Popen[bytes]) -> None:
+    """Stop a reader process that was started but never given its work: it holds nothing yet (its
+    staging folder is made once it has its files), so it is killed rather than waited for while its
+    interpreter may still be starting."""
+    close_pipes(child)
     with contextlib.suppress(OSError):
         child.kill()
     child.wait()

@@ -20,7 +20,7 @@ from pathlib import Path
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
 from hermes_state_tools.ingest.existing import stored_session_ids
-from hermes_state_tools.ingest.launch import start_reader
+from hermes_state_tools.ingest.launch import close_pipes, start_reader
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, planned
 from hermes_state_tools.ingest.staging import RERUN
 from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
@@ -56,10 +56,7 @@ def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderErro
 
 def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
     """Close the pipes (the reader's cue to stop), wait for it, and remove what a killed one left."""
-    for pipe in (child.stdin, child.stdout):
-        with contextlib.suppress(OSError):
-            assert pipe is not None
-            pipe.close()
+    close_pipes(child)
     try:
         child.wait(timeout=5)
     except subprocess.TimeoutExpired:
