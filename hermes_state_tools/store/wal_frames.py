@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from hermes_state_tools.core.paths import sidecar_paths
+
 _MAGIC = (0x377F0682, 0x377F0683)  # the low bit: checksums over big-endian words
 _HEADER = 32
 _FRAME_HEADER = 24
@@ -142,7 +144,7 @@ def find_break(db: Path, largest: int | None = None) -> WalBreak | None:
     """`scan` of the database's -wal (None when it is larger than `largest`), read frame by frame.
     A writer that appends or restarts the WAL meanwhile (a live gateway) changes its size or time,
     and then nothing is said: what was read may be torn, and it is no damage."""
-    wal = db.with_name(db.name + "-wal")
+    wal = sidecar_paths(db)[0]
     try:
         before = wal.stat()
         if before.st_size == 0 or (largest is not None and before.st_size > largest):
