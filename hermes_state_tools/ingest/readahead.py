@@ -65,9 +65,10 @@ _NOWAIT = getattr(os, "RWF_NOWAIT", None)
 
 
 def _cached(path: Path | str) -> bool:
-    """Whether the file's first byte is in the page cache (a read that may not wait, Linux 4.14 and
-    later): the last of a group of files says for the group, in one look instead of a request each.
-    False where it cannot tell. (A look that misses starts that file's read, as asking would.)"""
+    """Whether the file's first byte can be read without waiting (a read with RWF_NOWAIT, Linux 4.14 and
+    later): in the page cache, or on a disk fast enough that the read the look itself starts is done
+    before it answers (read-ahead gains little there). The last of a group of files says for the
+    group, in one look instead of a request each. False where it cannot tell."""
     if _NOWAIT is None:
         return False
     try:
