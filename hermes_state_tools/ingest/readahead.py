@@ -5,7 +5,7 @@ otherwise wait on the disk for each one in turn: 10,000 files (84 MB) read one b
 cold and 0.14 s cached; with the next 256 files asked for ahead, 0.27 s cold. Every `CHUNK` files
 read, the next chunk beyond a window of `WINDOW` is asked for with `posix_fadvise(WILLNEED)`,
 which only starts the reads, so only the window, not the whole history, sits in the cache. A chunk
-whose last file is in memory already (files just written, or read before) is not asked for. This
+whose last file can be read at once (in memory: files just written, or read before) is not asked for. This
 runs in the reading thread: a thread of its own fought the reader for the GIL at every system
 call and cost a cached import more than it saved. Where the call does not exist (Windows,
 macOS), nothing is asked.
