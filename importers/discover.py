@@ -45,7 +45,15 @@ def discover(paths: Iterable[Path],
              many: tuple[int, Callable[[], None]] | None = None) -> tuple[list[Path], list[Problem]]:
     """Return the transcript files under `paths` (each once; index files first, then by path) and notices.
     `many`: (count, call) calls `call` once, as soon as that many files are found."""
-    files: dict[str, tuple[Path, str]] = {}
+    names, problems = discover_names(paths, many)
+    return [Path(name) for name in names], problems
+
+
+def discover_names(paths: Iterable[Path],
+                   many: tuple[int, Callable[[], None]] | None = None) -> tuple[list[str], list[Problem]]:
+    """`discover`, each file's path as text: a folder of ten thousand transcripts is found without
+    making a Path for each (what the import hands its reader process is text anyway)."""
+    files: dict[str, str] = {}  # real path -> the path as named
     problems: dict[tuple[str, str], Problem] = {}
     wanted = [Path(path) for path in paths]
     # One profile may be imported (into its own database); two or more named together would mix
@@ -60,19 +68,22 @@ def discover(paths: Iterable[Path],
             if isinstance(found, Problem):
                 problems.setdefault((_real(found.file), found.kind), found)
             else:
-                real, named, spelled = found
-                files.setdefault(real, (named, spelled))
+                files.setdefault(*found)
                 if many is not None and len(files) >= many[0]:
                     call = many[1]
                     many = None
                     call()
-    ordered = sorted(files.values(), key=lambda found: (found[0].name != INDEX_NAME, found[1]))
-    return [named for named, _ in ordered], list(problems.values())
+    index_files = sorted(name for name in files.values() if _is_index(name))
+    return index_files + sorted(name for name in files.values() if not _is_index(name)), list(problems.values())
 
 
-# A file found: its real path (which tells two names of one file apart), the path as named, and
-# that path's text (the sort key; a folder of thousands of files is found in one pass of text).
-Found = tuple[str, Path, str]
+def _is_index(path: str) -> bool:
+    return path.endswith(INDEX_NAME) and os.path.basename(path) == INDEX_NAME
+
+
+# A file found: its real path (which tells two names of one file apart) and the path as named, as
+# text (also the sort key).
+Found = tuple[str, str]
 
 
 def _walk(path: Path) -> Iterator[Found | Problem]:
@@ -80,7 +91,7 @@ def _walk(path: Path) -> Iterator[Found | Problem]:
     if not path.exists():
         yield Problem(str(path), None, "missing_path", "no such file or folder", True)
     elif not path.is_dir():
-        yield from _file(path, path.is_file())
+        yield from _file(str(path), path.is_file())
     else:
         yield from _any_folder(path, set(), nested=False)
 
@@ -168,19 +179,22 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
     if real in seen:
         return
     seen.add(real)
+    here = str(folder) != "."  # Path(".") / name spells no "./"
+    inside = os.path.join(str(real), "")
     for entry in entries:
         name = entry.name
-        path = folder / name
         try:
             is_dir, is_file, is_link = entry.is_dir(), entry.is_file(), entry.is_symlink()
         except OSError as exc:  # a link that loops (it holds nothing), an entry this user may not look at
+            text = entry.path if here else name
             if exc.errno == errno.ELOOP:
-                yield Problem(str(path), None, "skipped_file", "a symbolic link that loops; not read")
+                yield Problem(text, None, "skipped_file", "a symbolic link that loops; not read")
             else:
-                yield Problem(str(path), None, "unreadable_file", f"cannot tell what it is ({exc.strerror}); "
+                yield Problem(text, None, "unreadable_file", f"cannot tell what it is ({exc.strerror}); "
                               "not read", True)
             continue
         if is_dir:
+            path = folder / name
             empty = True
             for item in _any_folder(path, seen, nested=True):
                 empty = False
@@ -188,14 +202,15 @@ def _folder(folder: Path, seen: set[Path]) -> Iterator[Found | Problem]:
             if empty:
                 yield Problem(str(path), None, "skipped_file", "an empty folder (or one read already); not read")
         else:
-            yield from _file(path, is_file, None if is_link else os.path.join(real, name))
+            yield from _file(entry.path if here else name, is_file, None if is_link else inside + name, name)
 
 
-def _file(path: Path, is_file: bool, real: str | None = None) -> Iterator[Found | Problem]:
+def _file(path: str, is_file: bool, real: str | None = None, name: str | None = None) -> Iterator[Found | Problem]:
     """Yield the file when its name is a transcript shape, else a notice saying what was skipped
-    (`real`: its real path, when the caller knows it)."""
-    if is_file and file_shape(path) is not None:
-        yield (real or _real(str(path))), path, str(path)
+    (`real`: its real path, `name`: its name, when the caller knows them)."""
+    name = name if name is not None else os.path.basename(path)
+    if is_file and name_shape(name) is not None:
+        yield (real or _real(path)), path
         return
-    what = next((w for p, s, w in NOISE if path.name.startswith(p) and path.name.endswith(s)), None)
-    yield Problem(str(path), None, "skipped_file", f"{what or 'not a transcript file'}; not read")
+    what = next((w for p, s, w in NOISE if name.startswith(p) and name.endswith(s)), None)
+    yield Problem(path, None, "skipped_file", f"{what or 'not a transcript file'}; not read")

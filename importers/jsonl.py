@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import tzinfo
@@ -159,7 +160,7 @@ class PlainTranscript:
         return [self.rows[0][TIMESTAMP], self.rows[-1][TIMESTAMP]]
 
 
-def read_plain(path: Path, file: str, tz: tzinfo | None = None,
+def read_plain(path: Path | str, file: str, tz: tzinfo | None = None,
                fallback_source: str | None = None) -> PlainTranscript | None:
     """A transcript read straight into messages rows, or None: then read_jsonl reads it.
 
@@ -169,7 +170,7 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     no timestamp placed, so its lines become rows directly, in one pass.
     tests/test_plain.py proves both paths plan the same for every file this one takes.
     """
-    session_id = path.stem
+    session_id = _stem(path)
     if not usable_id(session_id) or has_surrogate(session_id) or file_id(session_id) != session_id:
         # the careful reader reports its new spelling, or the copy's name it reads as its original's
         return None
@@ -217,6 +218,15 @@ def read_plain(path: Path, file: str, tz: tzinfo | None = None,
     if unnamed:
         _name_tools(rows, unnamed, calls)
     return PlainTranscript(session, tuple(rows), tool_calls, status.st_mtime)
+
+
+def _stem(path: Path | str) -> str:
+    """Path.stem, of a path given as text too (the reader keeps ten thousand names as text)."""
+    if isinstance(path, Path):
+        return path.stem
+    name = os.path.basename(path)
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 _PLAIN_KEYS = frozenset(PLAIN_TYPES)

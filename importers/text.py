@@ -137,7 +137,7 @@ class _CodePage:
 WHOLE_FILE_BYTES = 4 * 2**20
 
 
-def read_small(path: Path) -> tuple[os.stat_result, bytes | None]:
+def read_small(path: Path | str) -> tuple[os.stat_result, bytes | None]:
     """The file's status and its bytes, or None when it is empty or above WHOLE_FILE_BYTES. (A bare
     descriptor: a buffered file object costs more to make than reading a small file does.)"""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from import_helpers import import_json, messages, sessions
 
 from hermes_state_tools.importers.build import COPY_SUFFIX, file_id
+from hermes_state_tools.importers import jsonl
 
 SID = "20260301_090000_3f9a2c7e"
 SUFFIXES = (" (1)", " (12)", " - Copy", " - Copy (2)", " copy", " copy 3", " (copy)", " (another copy)",
@@ -98,5 +99,6 @@ def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, su
         expected = stored_id(file_id(path.stem[len("session_"):]))
     assert name_id(path.name, name_shape(path.name)) == expected
     assert name_id(os.path.basename(str(path)), shape) == expected
+    assert jsonl._stem(str(path)) == jsonl._stem(path) == path.stem  # read_plain's id, of a name as text
     copy = re.fullmatch(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})+", text)
     assert file_id(text) == (copy.group("id") if copy else text)  # the pattern is skipped for names without a space

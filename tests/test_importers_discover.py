@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_state_tools.importers.discover import discover, file_shape
+from hermes_state_tools.importers.discover import discover, discover_names, file_shape
 
 HOME = Path(__file__).resolve().parent.parent / "fixtures" / "legacy" / "home"
 
@@ -208,3 +208,20 @@ def test_profiles_named_by_relative_paths_are_never_read_together(tmp_path: Path
         found, problems = discover([Path(n) for n in named])
         assert found == [] and sorted(Path(p.file).resolve().name for p in problems
                                       if p.kind == "profile_skipped") == ["play", "work"], named
+
+
+@pytest.mark.parametrize("named", [".", "sessions", "./sessions", "sessions/", "sessions/../sessions", "{abs}"])
+def test_found_names_are_spelled_as_path_joins_spell_them(tmp_path: Path, monkeypatch, named: str) -> None:
+    # Files are found as text (no Path per file); each must read as the Path of the folder joined
+    # with its name reads, so reports and the files' order are what they always were.
+    folder = tmp_path / "sessions"
+    (folder / "nested").mkdir(parents=True)
+    for name in ("20260301_100000_aaaa0001.jsonl", "sessions.json", "notes.txt", "nested/20260301_100000_bb.jsonl"):
+        (folder / name).write_text("{}\n")
+    monkeypatch.chdir(folder if named == "." else tmp_path)
+    root = Path(named.format(abs=folder))
+    names, problems = discover_names([root])
+    expected = [root / "sessions.json", root / "20260301_100000_aaaa0001.jsonl", root / "nested" / "20260301_100000_bb.jsonl"]
+    assert names == [str(p) for p in expected]
+    assert discover([root]) == (expected, problems)
+    assert [p.file for p in problems] == [str(root / "notes.txt")]

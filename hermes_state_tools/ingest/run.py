@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabaseError
-from hermes_state_tools.importers import discover
+from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.existing import load_existing, texts_wanted
 from hermes_state_tools.ingest.launch import start_reader, stop_reader
 from hermes_state_tools.ingest.merge_copies import Existing
@@ -187,7 +187,7 @@ def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[s
     return result.stale
 
 
-def _dry_run(db_path: Path, files: list[Path], tz: tzinfo | None, source: str | None, stats: ImportStats,
+def _dry_run(db_path: Path, files: list[str], tz: tzinfo | None, source: str | None, stats: ImportStats,
              log: ReadLog) -> None:
     """Plan everything without writing (see plan_without_writing)."""
     plan_without_writing(db_path, stats, lambda conn: UnitReader(files, tz, source, log, parent_links(conn)).units())
@@ -256,7 +256,7 @@ def open_target(db_path: Path, stats: ImportStats, proven: bool = False) -> Sess
 class _Job:
     """What a real run reads and how: the same for a new file built aside and for an existing one."""
 
-    files: list[Path]
+    files: list[str]  # as discovery found them: the paths as text
     found: list[Problem]  # what discovery reported
     tz: tzinfo | None
     source: str | None
@@ -339,7 +339,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
         # dry run or not, files found or not); the store is opened (and upgraded) only to write.
         proven = prepare_schema(db_path, stats)
-        files, found = discover(paths, None if dry_run or spare else (PARALLEL_FROM_FILES, start_early))
+        files, found = discover_names(paths, None if dry_run or spare else (PARALLEL_FROM_FILES, start_early))
         log.problems += found
         if not files:  # nothing to write: the database is not created or opened for it
             stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",

@@ -68,7 +68,7 @@ def _as_path(file: Path | str) -> Path:
     return file if isinstance(file, Path) else Path(file)
 
 
-def _mtime(path: Path) -> float:
+def _mtime(path: Path | str) -> float:
     try:
         return os.stat(path).st_mtime
     except OSError:
@@ -178,12 +178,13 @@ class UnitReader:
     def _units(self, order: list[str], ahead: ReadAhead) -> Iterator[Unit]:
         deferred: list[tuple[LegacySession, Path]] = []
         for sid in order:
-            paths = [_as_path(file) for file in self.groups[sid]]
-            ahead.read(len(paths))
-            plain = self._plain(sid, paths)
-            if plain is not None:
-                yield self.unit(sid, [plain.session], paths, plain)
+            files = self.groups[sid]
+            ahead.read(len(files))
+            plain = self._plain(sid, files)
+            if plain is not None:  # read by its name as text: no Path made
+                yield self.unit(sid, [plain.session], files, plain)
                 continue
+            paths = [_as_path(file) for file in files]
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
                 for record in self.records(path):
@@ -208,13 +209,13 @@ class UnitReader:
             yield Unit(session_id, [], (), 0.0, None, entry)
         self.index = {}
 
-    def _plain(self, session_id: str, paths: list[Path]) -> PlainTranscript | None:
+    def _plain(self, session_id: str, paths: list[Path | str]) -> PlainTranscript | None:
         """The plain transcript that is all this run knows of a session the database lacks, if it is one."""
         if (self.stored is None or session_id in self.stored or session_id in self.index or len(paths) != 1
                 or session_id not in self.jsonl):  # one file, and that a transcript
             return None
         try:
-            plain = read_plain(paths[0], str(paths[0]), self.tz, self.source)
+            plain = read_plain(paths[0], os.fspath(paths[0]), self.tz, self.source)
         except Exception:  # an unreadable or odd file: the careful reader reports it, with its reason
             return None
         if plain is not None:
@@ -227,7 +228,7 @@ class UnitReader:
         if isinstance(parent, str):
             self.parents.setdefault(record.session_id, parent)
 
-    def unit(self, session_id: str, copies: list[LegacySession], paths: list[Path],
+    def unit(self, session_id: str, copies: list[LegacySession], paths: Sequence[Path | str],
              plain: PlainTranscript | None = None) -> Unit:
         ends = [parse_timestamp(c.extra.get("last_updated"), self.tz) for c in copies]
         known = [end for end in ends if end is not None]

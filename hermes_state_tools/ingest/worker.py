@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import pickle
 import shutil
 import subprocess
@@ -41,7 +42,7 @@ def prepared_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzin
             conn.close()
 
 
-def local_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
+def local_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                   log: ReadLog) -> Generator[Batch, None, None]:
     """Batches read and planned in this process (small imports: a second one costs more to start)."""
     for items in prepared_batches(db_path, files, tz, source, log):
@@ -66,7 +67,7 @@ def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def remote_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, source: str | None,
+def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                    log: ReadLog, child: subprocess.Popen[bytes] | None = None) -> Generator[Batch, None, None]:
     """`prepared_batches` computed in a reader process (reader_child.py).
 
@@ -84,7 +85,7 @@ def remote_batches(db_path: Path | None, files: list[Path], tz: tzinfo | None, s
     try:
         try:
             # The paths as text: ten thousand Path objects take longer to unpickle than to make again.
-            names = [str(path) for path in files]
+            names = [os.fspath(path) for path in files]
             pickle.dump((db_path, names, tz, source), child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             child.stdin.flush()
         except OSError as exc:
