@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from import_helpers import import_json, messages, sessions
 
-from hermes_state_tools.importers.build import COPY_SUFFIX, file_id
 from hermes_state_tools.importers import jsonl
+from hermes_state_tools.importers.build import COPY_SUFFIX, file_id
 
 SID = "20260301_090000_3f9a2c7e"
 SUFFIXES = (" (1)", " (12)", " - Copy", " - Copy (2)", " copy", " copy 3", " (copy)", " (another copy)",

@@ -221,7 +221,8 @@ def test_found_names_are_spelled_as_path_joins_spell_them(tmp_path: Path, monkey
     monkeypatch.chdir(folder if named == "." else tmp_path)
     root = Path(named.format(abs=folder))
     names, problems = discover_names([root])
-    expected = [root / "sessions.json", root / "20260301_100000_aaaa0001.jsonl", root / "nested" / "20260301_100000_bb.jsonl"]
+    expected = [root / "sessions.json", root / "20260301_100000_aaaa0001.jsonl",
+                root / "nested" / "20260301_100000_bb.jsonl"]
     assert names == [str(p) for p in expected]
     assert discover([root]) == (expected, problems)
     assert [p.file for p in problems] == [str(root / "notes.txt")]
