@@ -195,8 +195,8 @@ def test_an_exception_in_the_build_leaves_nothing(tmp_path, monkeypatch):
     db = tmp_path / "state.db"
     original = run.write_batch
 
-    def fail(conn: sqlite3.Connection, items: Any) -> Any:
-        original(conn, items)
+    def fail(conn: sqlite3.Connection, *args: Any) -> Any:
+        original(conn, *args)
         raise KeyboardInterrupt  # Ctrl-C inside a write transaction
 
     monkeypatch.setattr(run, "write_batch", fail)

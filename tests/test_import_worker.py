@@ -119,12 +119,12 @@ def test_batches_arrive_staged_and_the_reader_never_runs_far_ahead(tmp_path, mon
     files, _ = discover([tmp_path / "sessions"])
     sizes, most, staged = [], 0, 0
     for number, batch in enumerate(remote_batches(tmp_path / "absent.db", files, None, None, ReadLog())):
-        sizes.append(len(batch.items))
         if batch.staging is None:  # the writer was waiting for it: its rows came in the pipe
-            assert all(isinstance(item.rows, tuple) for item in batch.items)
-        else:
-            assert batch.staging.is_file() and all(isinstance(item.rows, StagedRows) for item in batch.items)
+            assert batch.creates is None and all(isinstance(item.rows, tuple) for item in batch.items)
+        else:  # new sessions staged whole: a block of them, no plan each
+            assert batch.staging.is_file() and batch.creates is not None and batch.items == ()
             staged += 1
+        sizes.append(len(batch.items) + (len(batch.creates.counts) if batch.creates else 0))
         assert number > 0 or batch.staging is None  # nothing is queued before the first: never staged
         time.sleep(0.2)  # a slow writer: the reader gets every chance to run ahead
         if batch.staging is not None:

@@ -21,9 +21,10 @@ from import_helpers import cli, content, fts_in_sync, query
 from plain_corpus import BREAKERS, DrawPick, any_transcript, seeded_corpus, transcript_bytes
 
 from hermes_state_tools import SessionDB
+from hermes_state_tools.core.records import Problem
 from hermes_state_tools.importers.jsonl import read_plain
 from hermes_state_tools.ingest import import_paths, run, units, writer
-from hermes_state_tools.ingest.prepare import Batch, Prepared, prepare
+from hermes_state_tools.ingest.prepare import Batch, Prepared, StagedCreates, prepare
 from hermes_state_tools.ingest.staging import insert_staged_sessions, stage_batch
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.writer import _insert_sessions as insert_sessions
@@ -337,11 +338,17 @@ def _plans(paths: list[Path]) -> tuple[Prepared, ...]:
     return plans
 
 
-def _batch(tmp_path: Path, items: tuple[Prepared, ...], staged: bool) -> Batch:
+def _batch(tmp_path: Path, items: tuple[Prepared, ...], staged: bool | str) -> Batch:
+    """The batch as the reader sends it: rows in memory (False), staged with their plans (True), or
+    staged whole, as a block of creates with no plan ("block")."""
     if not staged:
         return Batch(items)
     staged_items = stage_batch(tmp_path / "staging.db", items)
     assert staged_items is not None and all(p.staged_session is not None for p in staged_items)
+    block = StagedCreates.of(staged_items)
+    if staged == "block":
+        assert block is not None
+        return Batch((), tmp_path / "staging.db", block)
     return Batch(staged_items, tmp_path / "staging.db")
 
 
@@ -359,9 +366,9 @@ def _messages_by_session(db: Path) -> dict[str, list[tuple[Any, ...]]]:
     return found
 
 
-@pytest.mark.parametrize("staged", [True, False])
+@pytest.mark.parametrize("staged", ["block", True, False])
 def test_a_plain_create_another_process_created_meanwhile_is_planned_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, staged: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, staged: bool | str) -> None:
     paths = _plain_files(tmp_path / "sessions")
     taken = paths[1].stem
     batch = _batch(tmp_path, _plans(paths), staged)  # planned while the store had none of them
@@ -457,6 +464,8 @@ def test_two_copies_of_one_new_session_in_one_batch(tmp_path: Path, staged: bool
     again = prepare(None, next(iter(UnitReader([paths[0]], None, None, ReadLog(), stored=set()).units())))
     assert again == first
     batch = _batch(tmp_path, (first, second, again), staged)
+    if staged:  # a block holds each session once: its plans travel instead
+        assert StagedCreates.of(batch.items) is None
     with SessionDB(tmp_path / "state.db") as db:
         report = _write(db, batch)
     assert (report["sessions_created"], report["sessions_updated"], report["messages_imported"],
@@ -464,6 +473,35 @@ def test_two_copies_of_one_new_session_in_one_batch(tmp_path: Path, staged: bool
     assert [m[1] for m in _messages_by_session(tmp_path / "state.db")[first.session_id]] == \
         ["question 0 zebra", "answer 0"]
     _sound(tmp_path / "state.db")
+
+
+def test_a_block_sqlite_refuses_is_planned_again_and_each_session_written_alone(tmp_path: Path) -> None:
+    paths = _plain_files(tmp_path / "sessions", 4)
+    bad = paths[2].stem
+    batch = _batch(tmp_path, _plans(paths), "block")
+    with SessionDB(tmp_path / "state.db") as db:
+        assert db._conn is not None
+        db._conn.execute(f"CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.sessions WHEN NEW.id = '{bad}' "
+                         "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        report = _write(db, batch)
+    # The block's one statement failed: every session was read again and went the per-session way,
+    # where the refused one fails alone.
+    _one_not_stored(tmp_path / "state.db", report, bad, sorted(p.stem for p in paths if p.stem != bad))
+    assert not (tmp_path / "staging.db").exists()
+
+
+def test_only_a_batch_of_staged_plain_creates_becomes_a_block(tmp_path: Path) -> None:
+    items = _plans(_plain_files(tmp_path / "sessions", 3))
+    staged = stage_batch(tmp_path / "staging.db", items)
+    assert staged is not None
+    block = StagedCreates.of(staged)
+    assert block is not None and [shell[0] for shell in block.shells] == [p.session_id for p in items]
+    assert block.counts == (2, 2, 2) and block.unit(1) == items[1].unit
+    assert Batch((), tmp_path / "staging.db", block).messages == Batch(staged).messages == 6
+    assert StagedCreates.of(items) is None  # rows in memory
+    noted = dataclasses.replace(staged[1], problems=(Problem("f", None, "retimed", "x"),))
+    assert StagedCreates.of((staged[0], noted, staged[2])) is None  # a problem to report travels with its plan
+    assert StagedCreates.of(staged[1:]) is None  # rowids that do not start at 1
 
 
 def test_a_run_of_sessions_rows_in_memory_keeps_each_value_in_its_column(tmp_path: Path) -> None:

@@ -184,11 +184,48 @@ def plain_plan(unit: Unit) -> Prepared:
     )
 
 
+class StagedCreates(NamedTuple):
+    """A batch of new sessions, each read from one plain transcript, whose sessions rows and messages
+    were all staged (in batch order: the Nth session is rowid N of the staging file's sessions, its
+    rows follow the rows of the one before). The writer copies them in SQL: no plan per session
+    crosses the pipe, only what counting them and planning one again (should it have changed) needs."""
+
+    shells: tuple[tuple[str, str, float, float | None], ...]  # (session id, its file, fallback_start, end_hint)
+    counts: tuple[int, ...]  # each session's messages
+    parked: frozenset[str]  # the sessions whose parent link waits in their extra data (writer.Written)
+    extra: bool  # some session holds extra data
+
+    @classmethod
+    def of(cls, staged: tuple[Prepared, ...]) -> StagedCreates | None:
+        """The block of a staged batch, when every session of it is such a create (None otherwise)."""
+        if not all(item.staged_session == number and item.plain_create and isinstance(item.rows, StagedRows)
+                   and not (item.problems or item.duplicates or item.unit.index_entry) and len(item.unit.files) == 1
+                   for number, item in enumerate(staged, 1)) or len({item.session_id for item in staged}) < len(staged):
+            return None  # (two copies of one session: the second's plan says what the first left)
+        return cls(tuple((item.session_id, item.unit.files[0], item.unit.fallback_start, item.unit.end_hint)
+                         for item in staged), tuple(item.message_count for item in staged),
+                   frozenset(item.session_id for item in staged if "parent_session_id" in item.session_extra),
+                   any(item.session_extra for item in staged))
+
+    def unit(self, number: int) -> Unit:
+        """The Nth session's unit without its copies (Prepared.unit), to read and plan again."""
+        session_id, file, fallback, end = self.shells[number]
+        return Unit(session_id, [], (file,), fallback, end)
+
+
 class Batch(NamedTuple):
-    """One write transaction's sessions, and the staging file holding their rows (None: in memory)."""
+    """One write transaction's sessions, and the staging file holding their rows (None: in memory);
+    or (`creates`, then with no items) a block of new sessions staged whole."""
 
     items: tuple[Prepared, ...]
     staging: Path | None = None
+    creates: StagedCreates | None = None
+
+    @property
+    def messages(self) -> int:
+        """The messages the batch's files held (stored or found stored already)."""
+        held = sum(p.message_count + p.duplicates for p in self.items)
+        return held + sum(self.creates.counts if self.creates else ())
 
 
 def batches(prepared: Iterator[Prepared]) -> Iterator[tuple[Prepared, ...]]:

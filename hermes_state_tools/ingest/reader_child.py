@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from hermes_state_tools.ingest.channel import READ_AHEAD, send
-from hermes_state_tools.ingest.prepare import Batch
+from hermes_state_tools.ingest.prepare import Batch, StagedCreates
 from hermes_state_tools.ingest.staging import stage_batch
 from hermes_state_tools.ingest.units import ReadLog
 from hermes_state_tools.ingest.worker import prepared_batches
@@ -103,7 +103,12 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
             # then the slower side, and the rows travel in the pipe instead).
             path = staging / f"batch-{number:06d}.db" if staging is not None and acks.count < number else None
             staged = stage_batch(path, items) if path is not None else None
-            batch = Batch(items) if staged is None else Batch(staged, path)  # unstaged: rows travel in the pipe
+            if staged is None:  # unstaged: rows travel in the pipe
+                batch = Batch(items)
+            elif (block := StagedCreates.of(staged)) is not None:  # the usual first import: no plans sent
+                batch = Batch((), path, block)
+            else:
+                batch = Batch(staged, path)
             if not _deliver(out, ("batch", batch, log.problems, log.files_read)):
                 return
             log.problems, log.files_read = [], 0

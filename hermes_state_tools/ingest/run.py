@@ -133,8 +133,7 @@ def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stat
         for batch in batches:
             _write_one(db, batch, stats, replan, parked)
             if progress:
-                progress.advance(files=log.files_read - files_seen,
-                                 messages=sum(p.message_count + p.duplicates for p in batch.items))
+                progress.advance(files=log.files_read - files_seen, messages=batch.messages)
                 files_seen = log.files_read
     return parked
 
@@ -150,13 +149,13 @@ def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, 
     for _round in range(REPLAN_ROUNDS):
         stale = _write_batch(db, batch, stats, parked)
         again = []
-        for item in stale:
-            changed[item.session_id] = changed.get(item.session_id, 0) + 1
-            if changed[item.session_id] < PLAN_LOCKED_AFTER:
-                again.append(item)
+        for unit in stale:
+            changed[unit.session_id] = changed.get(unit.session_id, 0) + 1
+            if changed[unit.session_id] < PLAN_LOCKED_AFTER:
+                again.append(unit)
             else:
-                _write_batch(db, Batch(()), stats, parked, functools.partial(_plan_locked, replan, item.unit))
-        batch = Batch(tuple(p for item in again if (p := replan(db._conn, item.unit)) is not None))
+                _write_batch(db, Batch(()), stats, parked, functools.partial(_plan_locked, replan, unit))
+        batch = Batch(tuple(p for unit in again if (p := replan(db._conn, unit)) is not None))
         if not batch.items:
             return
     for item in batch.items:
@@ -170,12 +169,13 @@ def _plan_locked(replan: Replan, unit: Unit, conn: sqlite3.Connection) -> Prepar
 
 
 def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[str],
-                 plan: Callable[[sqlite3.Connection], Prepared | None] | None = None) -> tuple[Prepared, ...]:
+                 plan: Callable[[sqlite3.Connection], Prepared | None] | None = None) -> tuple[Unit, ...]:
     """One write transaction of `batch` (or of what `plan` makes, inside it); returns the sessions it
     found changed since they were planned."""
     def write(conn: sqlite3.Connection) -> BatchResult:
-        items = batch.items if plan is None else tuple(p for p in (plan(conn),) if p is not None)
-        return write_batch(conn, items)
+        if plan is None:
+            return write_batch(conn, batch.items, batch.creates)
+        return write_batch(conn, tuple(p for p in (plan(conn),) if p is not None))
 
     assert db._conn is not None
     with attached(db._conn, batch.staging):

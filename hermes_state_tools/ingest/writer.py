@@ -26,7 +26,8 @@ from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessi
 from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.prepare import Prepared
+    from hermes_state_tools.ingest.prepare import Prepared, StagedCreates
+    from hermes_state_tools.ingest.units import Unit
 
 _INSERT_TRIGGER = "messages_fts_insert"
 
@@ -75,11 +76,11 @@ class Written:
 @dataclass(frozen=True)
 class BatchResult:
     """A write transaction's outcome: what each session wrote, and the sessions that changed since they
-    were planned (another process wrote to them, or an earlier copy in this batch did), for the
-    pipeline to plan again outside the transaction and write in a later batch."""
+    were planned (another process wrote to them, or an earlier copy in this batch did), as units to
+    read and plan again outside the transaction and write in a later batch."""
 
     written: tuple[Written, ...]
-    stale: tuple[Prepared, ...]
+    stale: tuple[Unit, ...]
 
 
 def _unique_title(conn: sqlite3.Connection, session_id: str, title: str, problems: list[Problem]) -> str:
@@ -193,7 +194,7 @@ class _BatchWriter:
         self.conn = conn
         self.first_id = self.next_id = _next_message_id(conn)
         self.written: list[Written] = []
-        self.stale: list[Prepared] = []
+        self.stale: list[Unit] = []
         self.recount: list[str] = []
         self.staged = _StagedRun(conn)
         self.creates: dict[str, Prepared] = {}  # plain creates not written yet, in batch order
@@ -210,7 +211,7 @@ class _BatchWriter:
             return
         self.flush_creates()
         if fingerprint(self.conn, item.session_id) != item.fingerprint:
-            self.stale.append(item)
+            self.stale.append(item.unit)
             return
         if not (item.changes or item.session_extra):
             self.written.append(Written.planned(item))
@@ -242,10 +243,8 @@ class _BatchWriter:
         if not self.creates:
             return
         items, self.creates = list(self.creates.values()), {}
-        taken = {row[0] for row in self.conn.execute(
-            "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-            (jsonutil.dumps([item.session_id for item in items]),))}
-        self.stale += [item for item in items if item.session_id in taken]
+        taken = self._taken([item.session_id for item in items])
+        self.stale += [item.unit for item in items if item.session_id in taken]
         fresh = [item for item in items if item.session_id not in taken]
         if not fresh:
             return
@@ -274,6 +273,40 @@ class _BatchWriter:
             self.written.append(Written.planned(item, parked="parent_session_id" in item.session_extra))
             self._stored(item)
 
+    def _taken(self, session_ids: list[str]) -> set[str]:
+        """Those of these new sessions another process created since they were planned."""
+        return {row[0] for row in self.conn.execute(
+            "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))", (jsonutil.dumps(session_ids),))}
+
+    def add_block(self, block: StagedCreates) -> None:
+        """Write a block of staged new sessions in SQL alone: their sessions rows (and extra data) in one
+        statement, their messages in the run of staged rows. One taken meanwhile is planned again; when
+        SQLite refuses the block, every session of it is, and then goes the per-session way."""
+        self.flush_creates()
+        taken = self._taken([shell[0] for shell in block.shells])
+        fresh, first = [], 1
+        for number, ((session_id, *_), count) in enumerate(zip(block.shells, block.counts, strict=True)):
+            if session_id in taken:
+                self.stale.append(block.unit(number))
+            else:
+                fresh.append((number, session_id, StagedRows(first, count)))
+            first += count
+        self.conn.execute("SAVEPOINT import_block")
+        try:
+            insert_staged_sessions(self.conn, [number + 1 for number, _, _ in fresh], block.extra)
+        except (sqlite3.Error, OverflowError) as exc:
+            if is_lock_error(exc):
+                raise
+            self.conn.execute("ROLLBACK TO import_block")
+            self.conn.execute("RELEASE import_block")
+            self.stale += [block.unit(number) for number, _, _ in fresh]
+            return
+        self.conn.execute("RELEASE import_block")
+        for _, session_id, rows in fresh:
+            self.written.append(Written(session_id, True, False, rows.count, 0, (), session_id in block.parked))
+            self.next_id += rows.count
+            self.staged.add(session_id, rows)
+
     def finish(self) -> BatchResult:
         self.flush_creates()
         self.staged.copy()
@@ -297,14 +330,17 @@ def _insert_sessions(conn: sqlite3.Connection, items: list[Prepared]) -> None:
     extras.put_session_extras(conn, [(item.session_id, item.session_extra) for item in items if item.session_extra])
 
 
-def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...]) -> BatchResult:
-    """Write prepared sessions inside the caller's transaction; one FTS pass indexes all their rows.
+def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
+                block: StagedCreates | None = None) -> BatchResult:
+    """Write prepared sessions (and a block of staged new ones) inside the caller's transaction; one
+    FTS pass indexes all their rows.
 
     The plans are only read, so an attempt rolled back on a lock and run again starts from them as
     they came and reports each problem once. A session that changed since it was planned is not
     written: it comes back in `stale`.
     """
     created = [item.session_id for item in batch if item.create]
+    created += [shell[0] for shell in block.shells] if block else []
     if created:
         # Extra data left by sessions deleted since (Hermes knows no hst_ tables) is stale.
         extras.delete_for_sessions(conn, ",".join("?" * len(created)), created)
@@ -316,6 +352,8 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...]) -> BatchR
     writer = _BatchWriter(conn)
     for item in batch:
         writer.add(item)
+    if block is not None:
+        writer.add_block(block)
     result = writer.finish()
     if has_trigger:
         conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
