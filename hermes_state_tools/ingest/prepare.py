@@ -42,6 +42,11 @@ BATCH_BYTES = 4 * 2**20
 FIRST_BATCH_SHARE = 8
 
 
+# A unit without its copies (Prepared.unit): enough to read a session's files and plan it again. The
+# writer hands such shells back for sessions that changed since they were planned; it reads no file.
+Shell = Unit
+
+
 @dataclass(frozen=True)
 class Prepared:
     session_id: str
@@ -207,7 +212,7 @@ class StagedCreates(NamedTuple):
                    frozenset(item.session_id for item in staged if "parent_session_id" in item.session_extra),
                    any(item.session_extra for item in staged))
 
-    def unit(self, number: int) -> Unit:
+    def unit(self, number: int) -> Shell:
         """The Nth session's unit without its copies (Prepared.unit), to read and plan again."""
         session_id, file, fallback, end = self.shells[number]
         return Unit(session_id, [], (file,), fallback, end)

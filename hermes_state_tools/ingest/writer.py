@@ -26,8 +26,7 @@ from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessi
 from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.prepare import Prepared, StagedCreates
-    from hermes_state_tools.ingest.units import Unit
+    from hermes_state_tools.ingest.prepare import Prepared, Shell, StagedCreates
 
 _INSERT_TRIGGER = "messages_fts_insert"
 
@@ -80,7 +79,7 @@ class BatchResult:
     read and plan again outside the transaction and write in a later batch."""
 
     written: tuple[Written, ...]
-    stale: tuple[Unit, ...]
+    stale: tuple[Shell, ...]
 
 
 def _unique_title(conn: sqlite3.Connection, session_id: str, title: str, problems: list[Problem]) -> str:
@@ -194,7 +193,7 @@ class _BatchWriter:
         self.conn = conn
         self.first_id = self.next_id = _next_message_id(conn)
         self.written: list[Written] = []
-        self.stale: list[Unit] = []
+        self.stale: list[Shell] = []
         self.recount: list[str] = []
         self.staged = _StagedRun(conn)
         self.creates: dict[str, Prepared] = {}  # plain creates not written yet, in batch order
