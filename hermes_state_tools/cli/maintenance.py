@@ -275,7 +275,8 @@ def _confirmer(yes: bool) -> Callable[[PrunePlan], None]:
 
 def _human_prune(doc: dict[str, Any]) -> str:
     verb = "would delete" if doc["dry_run"] else "deleted"
-    return f"{verb} {plural(doc['sessions_deleted'], 'session')} and {plural(doc['messages_deleted'], 'message')}"
+    said = f"{verb} {plural(doc['sessions_deleted'], 'session')} and {plural(doc['messages_deleted'], 'message')}"
+    return "\n".join([said, *(f"note: {notice}" for notice in doc["notices"])])
 
 
 @main.command()
