@@ -64,10 +64,6 @@ def stored_id(session_id: str) -> str:
     return cleaned
 
 
-def _as_path(file: Path | str) -> Path:
-    return file if isinstance(file, Path) else Path(file)
-
-
 def _mtime(path: Path | str) -> float:
     try:
         return os.stat(path).st_mtime
@@ -133,14 +129,14 @@ class UnitReader:
         self.index: dict[str, LegacySession] = {}
         # The files as text until each is read: a Path costs more to make than its name costs to look
         # at, and the reader process has to group every file before its first batch.
-        self.groups: dict[str, list[Path | str]] = {}
-        self.singles: list[Path | str] = []
+        self.groups: dict[str, list[str]] = {}
+        self.singles: list[str] = []
         self.jsonl: set[str] = set()  # the sessions with a gateway transcript among their files
-        for path in files:
+        for path in [os.fspath(file) for file in files]:
             name = os.path.basename(path)
             shape = name_shape(name)
             if shape == "index":
-                for record in self.records(_as_path(path)):
+                for record in self.records(Path(path)):
                     self.index.setdefault(record.session_id, record)
             elif (sid := name_id(name, shape)) is not None:
                 self.groups.setdefault(sid, []).append(path)
@@ -184,7 +180,7 @@ class UnitReader:
             if plain is not None:  # read by its name as text: no Path made
                 yield self.unit(sid, [plain.session], files, plain)
                 continue
-            paths = [_as_path(file) for file in files]
+            paths = [Path(file) for file in files]
             by_id: dict[str, list[LegacySession]] = {}
             for path in paths:
                 for record in self.records(path):
@@ -195,7 +191,7 @@ class UnitReader:
                         by_id.setdefault(record.session_id, []).append(record)
             for session_id, copies in by_id.items():
                 yield self.unit(session_id, copies, paths)
-        for path in map(_as_path, self.singles):
+        for path in map(Path, self.singles):
             ahead.read()
             for record in self.records(path):
                 self._learn(record)
@@ -209,13 +205,13 @@ class UnitReader:
             yield Unit(session_id, [], (), 0.0, None, entry)
         self.index = {}
 
-    def _plain(self, session_id: str, paths: list[Path | str]) -> PlainTranscript | None:
+    def _plain(self, session_id: str, files: list[str]) -> PlainTranscript | None:
         """The plain transcript that is all this run knows of a session the database lacks, if it is one."""
-        if (self.stored is None or session_id in self.stored or session_id in self.index or len(paths) != 1
+        if (self.stored is None or session_id in self.stored or session_id in self.index or len(files) != 1
                 or session_id not in self.jsonl):  # one file, and that a transcript
             return None
         try:
-            plain = read_plain(paths[0], os.fspath(paths[0]), self.tz, self.source)
+            plain = read_plain(files[0], files[0], self.tz, self.source)
         except Exception:  # an unreadable or odd file: the careful reader reports it, with its reason
             return None
         if plain is not None:
