@@ -305,12 +305,12 @@ def test_prune_of_a_source_no_session_has_says_so_and_deletes_nothing(healthy):
     before = file_digests(healthy)
     code, doc = cli_json("--db", healthy, "prune", "--older-than", "30", "--source", "telegrm", "--yes")
     assert (code, doc["sessions_deleted"], doc["ok"]) == (0, 0, True)
-    assert doc["notices"] == ["no session has source 'telegrm' (sources in the database: cli, discord, telegram)"]
+    assert doc["notices"] == ["no session has source 'telegrm' (known sources: cli, discord, telegram)"]
     assert unchanged(healthy, before)
     result = cli("--db", healthy, "prune", "--older-than", "30", "--source", "telegrm", "--dry-run")
     assert result.exit_code == 0
     assert result.stdout.splitlines() == ["would delete 0 sessions and 0 messages",
-                                          "note: no session has source 'telegrm' (sources in the database: "
+                                          "note: no session has source 'telegrm' (known sources: "
                                           "cli, discord, telegram)"]
     code, doc = cli_json("--db", healthy, "prune", "--older-than", "30", "--source", "discord", "--dry-run")
     assert doc["notices"] == [] and doc["session_ids"] == ["delta"]

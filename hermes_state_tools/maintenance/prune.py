@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
-from hermes_state_tools.views.sessions import known_sources
+from hermes_state_tools.views.sessions import missing_sources
 
 
 @dataclass(frozen=True)
@@ -43,25 +42,17 @@ def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: b
     return PruneReport(len(ids), messages, dry_run, plan.older_than_days, plan.source, tuple(ids), plan.notices)
 
 
-def _source_notice(conn: sqlite3.Connection, source: str | None) -> tuple[str, ...]:
-    """A --source no session has: said (a typo in a nightly job would otherwise delete nothing, every
-    night, without a word), but not an error: a source whose sessions were all pruned is one too."""
-    if source is None:
-        return ()
-    known = known_sources(conn)
-    if source in known:
-        return ()
-    listed = ", ".join(known) if known else "none: the database has no sessions"
-    return (f"no session has source {source!r} (sources in the database: {listed})",)
-
-
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
                confirm: Callable[[PrunePlan], None] | None = None) -> PruneReport:
     """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction."""
     with reading(path) as conn:
         prove_sound(path)  # a damaged file is refused even when there is nothing to delete
         ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
-        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids), _source_notice(conn, source))
+        # A source no session has is said, not refused (as export refuses it): a typo in a nightly job
+        # would otherwise delete nothing every night without a word, but a source whose sessions were
+        # all pruned has none either, and the next night's run must not fail for it.
+        notices = tuple(missing_sources(conn, [source] if source is not None else None))
+        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids), notices)
     if dry_run:
         return _prune_report(plan, plan.session_ids, plan.messages, True)
     if confirm is not None:

@@ -63,15 +63,18 @@ def known_sources(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
 
 
+def missing_sources(conn: sqlite3.Connection, wanted: list[str] | None) -> list[str]:
+    """For each of these sources no session has, the line that says so and names those there are."""
+    known = known_sources(conn) if wanted else []
+    listed = ", ".join(known) if known else "none: the database has no sessions"
+    return [f"no session has source {source!r} (known sources: {listed})"
+            for source in wanted or () if source not in known]
+
+
 def require_sources(conn: sqlite3.Connection, wanted: list[str] | None) -> None:
     """A --source no session has is a mistake worth saying, not an empty result."""
-    if not wanted:
-        return
-    known = known_sources(conn)
-    for source in wanted:
-        if source not in known:
-            listed = ", ".join(known) if known else "none: the database has no sessions"
-            raise UnknownSourceError(f"no session has source {source!r} (known sources: {listed})")
+    if missing := missing_sources(conn, wanted):
+        raise UnknownSourceError(missing[0])
 
 
 def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any]:
