@@ -73,12 +73,8 @@ def discover_names(paths: Iterable[Path],
                     call = many[1]
                     many = None
                     call()
-    index_files = sorted(name for name in files.values() if _is_index(name))
-    return index_files + sorted(name for name in files.values() if not _is_index(name)), list(problems.values())
-
-
-def _is_index(path: str) -> bool:
-    return path.endswith(INDEX_NAME) and os.path.basename(path) == INDEX_NAME
+    ordered = sorted(files.values(), key=lambda name: (os.path.basename(name) != INDEX_NAME, name))
+    return ordered, list(problems.values())
 
 
 # A file found: its real path (which tells two names of one file apart) and the path as named, as

@@ -212,6 +212,10 @@ class StagedCreates(NamedTuple):
                    frozenset(item.session_id for item in staged if "parent_session_id" in item.session_extra),
                    any(item.session_extra for item in staged))
 
+    @property
+    def session_ids(self) -> list[str]:
+        return [session_id for session_id, *_ in self.shells]
+
     def unit(self, number: int) -> Shell:
         """The Nth session's unit without its copies (Prepared.unit), to read and plan again."""
         session_id, file, fallback, end = self.shells[number]

@@ -282,9 +282,10 @@ class _BatchWriter:
         statement, their messages in the run of staged rows. One taken meanwhile is planned again; when
         SQLite refuses the block, every session of it is, and then goes the per-session way."""
         self.flush_creates()
-        taken = self._taken([shell[0] for shell in block.shells])
+        ids = block.session_ids
+        taken = self._taken(ids)
         fresh, first = [], 1
-        for number, ((session_id, *_), count) in enumerate(zip(block.shells, block.counts, strict=True)):
+        for number, (session_id, count) in enumerate(zip(ids, block.counts, strict=True)):
             if session_id in taken:
                 self.stale.append(block.unit(number))
             else:
@@ -339,7 +340,7 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
     written: it comes back in `stale`.
     """
     created = [item.session_id for item in batch if item.create]
-    created += [shell[0] for shell in block.shells] if block else []
+    created += block.session_ids if block else []
     if created:
         # Extra data left by sessions deleted since (Hermes knows no hst_ tables) is stale.
         extras.delete_for_sessions(conn, ",".join("?" * len(created)), created)
