@@ -2,9 +2,10 @@
 
 Nobody can be using a file that does not exist, so a first import need not pay for what lets a
 live gateway write in between (the WAL's second copy of every page, checkpoints, fsyncs): it
-builds the file with an in-memory journal and no syncs, switches it to WAL at the end, fsyncs
-it once and links it into place. A failure or a kill leaves no database under the real name:
-the temporary file is removed here, or (after a kill) by the next run's `remove_stale_temps`.
+builds the file with an in-memory journal and no syncs (its pages written back meanwhile,
+store/writeback.py), switches it to WAL at the end, fsyncs it once and links it into place. A
+failure or a kill leaves no database under the real name: the temporary file is removed here, or
+(after a kill) by the next run's `remove_stale_temps`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.errors import DestinationExistsError, StorageIOError
 from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
 from hermes_state_tools.store.session_db import SessionDB
+from hermes_state_tools.store.writeback import writing_back
 
 T = TypeVar("T")
 
@@ -39,7 +41,7 @@ def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
     temp = temp_beside(dest, TEMP_PURPOSE)
     remove_with_sidecars(temp)  # our pid's name: only a dead process that had the same pid left this
     try:
-        with SessionDB(temp) as db:
+        with SessionDB(temp) as db, writing_back(temp):
             _unjournaled(db)
             result = build(db)
             _to_wal(db, temp)
