@@ -1,5 +1,19 @@
-"""`python -m hermes_state_tools` runs the `hermes-state` command."""
+"""`python -m hermes_state_tools`, and the `hermes-state` command (`run`)."""
 
-from hermes_state_tools.cli import main
+import sys
 
-main(prog_name="hermes-state")
+from hermes_state_tools.ingest.launch import start_early
+
+
+def run() -> None:
+    """The command line. A command line that names `import-jsonl` starts the import's reader process
+    first (ingest/launch.py:start_early), so that its interpreter starts while this one loads click
+    and the commands."""
+    start_early(sys.argv[1:])
+    from hermes_state_tools.cli import main
+
+    main(prog_name="hermes-state")
+
+
+if __name__ == "__main__":
+    run()

@@ -24,6 +24,7 @@ from test_odd_files import small_disk  # noqa: F401 (a fixture)
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli.base import INTERRUPTED
 from hermes_state_tools.core.export_format import export_line
+from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest import import_paths, launch, run
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
@@ -302,7 +303,7 @@ def test_a_missing_file_with_what_sqlite_left_beside_it_is_imported_the_usual_wa
     shutil.copy(tmp_path / "other.db-wal", tmp_path / "state.db-wal")
     other.close()
     write_corpus(tmp_path / "sessions", 3, 4)
-    assert not fresh.unclaimed(tmp_path / "state.db")
+    assert not unclaimed(tmp_path / "state.db")
     stats = import_paths(tmp_path / "state.db", [tmp_path / "sessions"])
     assert stats.sessions_created == 3 and not stats.failed
     conn = sqlite3.connect(tmp_path / "state.db")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -309,24 +310,27 @@ def test_a_reader_started_while_searching_is_stopped_when_the_import_fails_befor
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("case", ["name too long", "few files", "dry run", "not a database"])
-def test_a_reader_given_beforehand_is_stopped_however_the_import_ends(tmp_path, case):
+def test_a_reader_given_beforehand_is_stopped_however_the_import_ends(tmp_path, monkeypatch, case):
     # import-jsonl of a folder starts the reader before the import's modules load (ingest/launch.py)
     # and hands it to import_paths, which must stop it on every way out, the first look at --db included.
-    from hermes_state_tools.ingest.launch import start_reader
+    from hermes_state_tools.ingest.launch import finding_reader
 
     _corpus(tmp_path / "sessions", 3 if case == "few files" else run.PARALLEL_FROM_FILES + 5)
     db = tmp_path / ("x" * 300 + ".db" if case == "name too long" else "state.db")
     if case == "not a database":
         db.write_text("not SQLite")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where a reader that read on stages
+    (tmp_path / "tmp").mkdir()
     before = _children()
-    reader = start_reader(None)
+    reader = finding_reader(db, [tmp_path / "sessions"], None, None)
     assert reader is not None
     try:
         import_paths(db, [tmp_path / "sessions"], reader=reader, dry_run=case == "dry run")
     except (OSError, NotAHermesDatabaseError):
         assert case in ("name too long", "not a database")
-    assert reader.poll() is not None
+    assert reader.process.poll() is not None
     assert _children() == before
+    assert list((tmp_path / "tmp").iterdir()) == []  # nothing staged is left behind
 
 
 def test_the_reader_collects_cycles_itself_with_the_collector_off(tmp_path, monkeypatch):
@@ -337,7 +341,7 @@ def test_the_reader_collects_cycles_itself_with_the_collector_off(tmp_path, monk
     import threading
 
     from hermes_state_tools.ingest import prepare, reader_child
-    from hermes_state_tools.ingest.channel import ACK, receive
+    from hermes_state_tools.ingest.channel import ACK, Read, receive
 
     _corpus(tmp_path / "sessions", 2 * reader_child.COLLECT_EVERY + 4)
     monkeypatch.setattr(prepare, "BATCH_SESSIONS", 1)  # a batch a session
@@ -359,10 +363,10 @@ def test_the_reader_collects_cycles_itself_with_the_collector_off(tmp_path, monk
             serving = threading.Thread(target=reader_child.serve, args=(inbox, out))
             serving.start()
             with os.fdopen(inbox_w, "wb") as to_reader, os.fdopen(out_r, "rb") as from_reader:
-                pickle.dump((None, [os.fspath(f) for f in files], None, None), to_reader)
+                pickle.dump(Read(None, [os.fspath(f) for f in files], None, None), to_reader)
                 to_reader.flush()
                 kinds = []
-                while (message := receive(from_reader, first=not kinds))[0] != "done":
+                while (message := receive(from_reader, first=not kinds))[0] not in ("done", "error"):
                     kinds.append(message[0])
                     if message[0] == "batch":
                         to_reader.write(ACK)
@@ -372,6 +376,101 @@ def test_the_reader_collects_cycles_itself_with_the_collector_off(tmp_path, monk
         gc.callbacks.remove(count)
         if was_enabled:
             gc.enable()
+    assert message[0] == "done", message[1]
     batches = kinds.count("batch")
     assert batches == len(files)
     assert collections == [2] * (batches // reader_child.COLLECT_EVERY)  # full collections, on schedule
+
+
+# -- a reader asked to find the files itself (launch.finding_reader, the CLI's way) ----------------
+
+
+def _with_and_without_a_finding_reader(tmp_path: Path, before: Callable[[Path], None] | None = None,
+                                       meanwhile: Callable[[Path], None] | None = None) -> None:
+    """Import the varied corpus (plus a stray file the search notices) into two files, one with a
+    reader asked beforehand to find the files and one without; the two must be the same."""
+    from hermes_state_tools.ingest.launch import finding_reader
+
+    _varied_corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 6)
+    (tmp_path / "sessions" / "payload_1.jsonl").write_text("{}\n")  # a log of API payloads: a notice
+    stats = {}
+    for name, asked in (("asked.db", True), ("plain.db", False)):
+        db = tmp_path / name
+        if before is not None:
+            before(db)
+        reader = finding_reader(db, [tmp_path / "sessions"], None, "cli") if asked else None
+        assert asked == (reader is not None)
+        if meanwhile is not None:
+            meanwhile(db)
+        stats[name] = import_paths(db, [tmp_path / "sessions"], source="cli", reader=reader)
+        if reader is not None:
+            assert reader.process.poll() is not None
+    assert content(tmp_path / "asked.db") == content(tmp_path / "plain.db")
+    assert _report(stats["asked.db"]) == _report(stats["plain.db"])
+    assert {"skipped_file", "lone_surrogate"} <= {p.kind for p in stats["asked.db"].problems}
+    assert stats["asked.db"].files_read == stats["plain.db"].files_read == PARALLEL_FROM_FILES + 7
+    assert fts_in_sync(tmp_path / "asked.db")
+
+
+def _stored_earlier(db: Path) -> None:
+    write_jsonl(db.parent / f"{db.name}-before" / "x.jsonl", [{"format": "hermes-state-export/1", "messages": [
+        {"role": "user", "content": "earlier", "timestamp": 1767261000.0}],
+        "session": {"id": "20260101_000060_0000003c", "source": "cli"}}])
+    assert import_paths(db, [db.parent / f"{db.name}-before"]).messages_imported == 1
+
+
+def test_a_reader_that_finds_the_files_reads_a_first_import_at_once_with_the_same_result(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    _with_and_without_a_finding_reader(tmp_path)
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_reader_that_finds_the_files_waits_to_plan_against_an_existing_database(tmp_path):
+    _with_and_without_a_finding_reader(tmp_path, before=_stored_earlier)
+
+
+def test_a_database_that_appears_after_the_reader_looked_is_planned_against(tmp_path):
+    # The reader found no database and read on, planned against none; the import then finds one (another
+    # process made it meanwhile): that reader is of no use, and the files are planned against what is stored.
+    _with_and_without_a_finding_reader(tmp_path, meanwhile=_stored_earlier)
+
+
+def test_a_reader_asked_for_other_paths_or_that_fails_to_find_is_not_used(tmp_path):
+    from hermes_state_tools.ingest.launch import finding_reader
+
+    _corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 2)
+    _corpus(tmp_path / "other", 3)
+    before = _children()
+    for n, case in enumerate(("other paths", "killed")):
+        db = tmp_path / f"{n}.db"
+        paths = [tmp_path / ("other" if case == "other paths" else "sessions")]
+        reader = finding_reader(db, paths, None, None)
+        assert reader is not None
+        if case == "killed":
+            reader.process.kill()
+            reader.process.wait()
+        stats = import_paths(db, [tmp_path / "sessions"], reader=reader)
+        assert (stats.sessions_created, stats.files_read) == (PARALLEL_FROM_FILES + 2, PARALLEL_FROM_FILES + 2)
+        assert reader.process.poll() is not None
+    assert _children() == before
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_command_line_starts_the_reader_early_and_an_untaken_one_is_stopped_at_exit(tmp_path):
+    from hermes_state_tools.ingest import launch
+
+    cases = ((["--db", "x.db", "import-jsonl", "folder"], True), (["import-jsonl", "--dry-run", "f"], False),
+             (["import-jsonl", "--help"], False), (["status"], False))
+    for args, started in cases:
+        launch.start_early(args)
+        reader = launch.take_early()
+        assert (reader is not None) == started, args
+        if reader is not None:
+            launch.stop_reader(reader)
+    # A process that started one and never gave it work (the command was not an import after all):
+    script = ("from hermes_state_tools.ingest import launch; launch.start_early(['import-jsonl']); "
+              "print(launch._early[0].pid)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    pid = int(done.stdout)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]

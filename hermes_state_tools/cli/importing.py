@@ -26,7 +26,7 @@ from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.errors import StorageIOError
-from hermes_state_tools.ingest.launch import start_reader, stop_reader
+from hermes_state_tools.ingest.launch import finding_reader, stop_reader
 from hermes_state_tools.store.files import require_replaceable
 from hermes_state_tools.views.export import FORMATS, export_file
 
@@ -122,14 +122,16 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
       hermes-state --db ./state.db import-jsonl ~/.hermes/sessions --dry-run
       hermes-state import-jsonl old/session_20260301_101010_abcdef.json --tz Europe/Lisbon --json
     """
-    # A folder may hold thousands of files, read in a reader process: it starts now, so its interpreter
-    # starts while the import's own modules load (stopped at once if there are few files).
-    reader = start_reader(tz) if not dry_run and any(path.is_dir() for path in paths) else None
+    # A folder may hold thousands of files, read in a reader process: started with the command
+    # (launch.start_early) or now, and asked to find them, while the import's own modules load.
+    reader = None
+    if not dry_run and any(path.is_dir() for path in paths):
+        reader = finding_reader(settings().db, paths, tz, source)
     try:
         from hermes_state_tools.ingest import import_paths
     except BaseException:  # (Ctrl-C while the modules load) import_paths stops the reader once it has it
         if reader is not None:
-            stop_reader(reader)
+            stop_reader(reader.process, given_work=True)
         raise
 
     _report_import(lambda bars: import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run,

@@ -26,6 +26,12 @@ def sidecar_paths(db_path: Path) -> list[Path]:
     return [db_path.with_name(db_path.name + suffix) for suffix in SIDECAR_SUFFIXES]
 
 
+def unclaimed(dest: Path) -> bool:
+    """No database under this name, and nothing SQLite left of one beside it: a -wal, -shm or
+    -journal of a deleted (or still open) file would be read into a file placed here."""
+    return not any(p.exists() for p in (dest, *sidecar_paths(dest), dest.with_name(dest.name + "-journal")))
+
+
 def create_private_file(db_path: Path) -> None:
     """Create the database file owner-only (0600) before SQLite would create it with the umask."""
     db_path.parent.mkdir(parents=True, exist_ok=True)

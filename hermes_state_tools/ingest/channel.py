@@ -1,18 +1,47 @@
 """The pipe between the importing process and its reader: framed pickles one way, one-byte
-acknowledgements the other."""
+acknowledgements the other.
+
+The importing process opens with one request, pickled whole: `Read` (these files, planned against
+that database), or `Find` (the files under these paths: discovery then runs in the reader too, and
+when the database does not exist yet, so that there is nothing to plan against, the reader reads on
+at once). A reader asked to `Find` answers "found" first; one that did not read on then waits for
+a `Read`. Every other message is the reader's: "staging", then a "batch" per batch, then "done" (or
+"error"); each batch is acknowledged with one ACK byte once it is committed.
+"""
 
 from __future__ import annotations
 
 import gc
 import pickle
 import struct
-from typing import IO, Any
+from datetime import tzinfo
+from pathlib import Path
+from typing import IO, Any, NamedTuple
 
 # Batches the reader may have staged before the writer has committed them: enough to ride out a
 # run of slow-to-read sessions, few enough to keep the reader's memory and disk use flat (a batch
 # is at most ~4 MiB of text).
 READ_AHEAD = 4
 ACK = b"+"
+
+class Read(NamedTuple):
+    """Read these files (paths as text), planned against `plan_against` (None: no database)."""
+
+    plan_against: Path | None
+    files: list[str]
+    tz: tzinfo | None
+    source: str | None
+
+
+class Find(NamedTuple):
+    """Find the files under `paths` (as text) for an import into `db`; read them at once, planned
+    against no database, when `db` is unclaimed (core/paths.py)."""
+
+    db: Path
+    paths: list[str]
+    tz: tzinfo | None
+    source: str | None
+
 
 # Each frame: a marker, the pickle's length, the pickle. The marker tells a frame from stray
 # output (a sitecustomize that prints) and a garbled length from a real one.

@@ -4,15 +4,20 @@ caller can start it before the import's own modules load and its interpreter sta
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
+import pickle
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 from zoneinfo import ZoneInfo
 
 import hermes_state_tools
+from hermes_state_tools.ingest.channel import Find, Read
 
 try:
     import fcntl
@@ -57,7 +62,7 @@ def start_reader(tz: tzinfo | None) -> subprocess.Popen[bytes] | None:
     return child
 
 
-def close_pipes(child: subprocess.Popen[bytes]) -> None:
+def _close_pipes(child: subprocess.Popen[bytes]) -> None:
     """Close this end of the reader's pipes: its cue to stop."""
     for pipe in (child.stdin, child.stdout):
         with contextlib.suppress(OSError):
@@ -65,11 +70,76 @@ def close_pipes(child: subprocess.Popen[bytes]) -> None:
             pipe.close()
 
 
-def stop_reader(child: subprocess.Popen[bytes]) -> None:
-    """Stop a reader process that was started but never given its work: it holds nothing yet (its
-    staging folder is made once it has its files), so it is killed rather than waited for while its
-    interpreter may still be starting."""
-    close_pipes(child)
+def stop_reader(child: subprocess.Popen[bytes], given_work: bool = False) -> None:
+    """Stop a reader process. One never given its work holds nothing yet (its staging folder is made
+    once it has work), so it is killed rather than waited for while its interpreter may still be
+    starting. One given work is told to stop (its pipes close) and waited for, so it removes its
+    staging folder itself; killed if it has not ended within 5 s."""
+    _close_pipes(child)
+    if given_work:
+        try:
+            child.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            pass
     with contextlib.suppress(OSError):
         child.kill()
     child.wait()
+
+
+# The reader process started_early started, until the import takes it (take_early).
+_early: list[subprocess.Popen[bytes]] = []
+
+
+def start_early(args: list[str]) -> None:
+    """Start the reader process before the command line is parsed, when it names `import-jsonl` and
+    neither --dry-run nor help: loading click and the commands takes about as long as the reader's
+    interpreter takes to start, and the reader then finds the files itself (channel.Find). A guess,
+    and a cheap one to get wrong: a reader the import does not take is stopped when the process exits."""
+    if "import-jsonl" not in args or any(arg in ("--dry-run", "-h", "--help") for arg in args) or _early:
+        return
+    if (child := start_reader(None)) is not None:  # the --tz given, a ZoneInfo, can be rebuilt there
+        _early.append(child)
+        atexit.register(_stop_untaken)
+
+
+def take_early() -> subprocess.Popen[bytes] | None:
+    """The reader start_early started, for the import to take (None if there is none)."""
+    return _early.pop() if _early else None
+
+
+def _stop_untaken() -> None:
+    while _early:
+        stop_reader(_early.pop())
+
+
+class AskedReader(NamedTuple):
+    """A reader process and what it was asked to find (it is finding it, or has found it)."""
+
+    process: subprocess.Popen[bytes]
+    request: Find
+
+
+def finding_reader(db: Path, paths: Sequence[Path], tz: tzinfo | None, source: str | None) -> AskedReader | None:
+    """A reader process (the one start_early started, or a new one) asked at once to find the files
+    under `paths` for an import into `db`, and to read them if `db` is unclaimed; None where none can
+    be started. Given to ingest.run.import_paths with the same arguments, which takes it."""
+    request = Find(db, [os.fspath(path) for path in paths], tz, source)
+    child = take_early() or start_reader(tz)
+    if child is None:
+        return None
+    if not ask(child, request):
+        stop_reader(child)
+        return None
+    return AskedReader(child, request)
+
+
+def ask(child: subprocess.Popen[bytes], request: Read | Find) -> bool:
+    """Send the reader its request (channel.py); False when it cannot take it (it is gone)."""
+    assert child.stdin is not None
+    try:
+        pickle.dump(request, child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        child.stdin.flush()
+    except OSError:
+        return False
+    return True

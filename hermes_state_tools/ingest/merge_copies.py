@@ -13,16 +13,14 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
-from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key
 from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
+from hermes_state_tools.ingest.session_row import first_value, new_row, session_fields
 from hermes_state_tools.ingest.timeline import STEP, place_run
 
-IMPORTED_END_REASON = "imported"
 # Copies are merged richest first, so the first copy of a message decides its content.
 KIND_ORDER = {"export": 0, "index": 1, "jsonl": 2, "snapshot": 3, "save": 4, "sharegpt": 5}
 _NEVER_FILLED = {"id", "message_count", "tool_call_count", "ended_at", "end_reason", "started_at", "source"}
-_COUNTER_DEFAULTS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}
 
 
 # Message columns a copy in the files may know when the stored row does not (the gateway wrote
@@ -303,33 +301,6 @@ def _keep_order(slots: list[_Slot], times: list[float | None]) -> list[tuple[int
     return retimed
 
 
-def _first(copies: list[LegacySession], name: str) -> Any:
-    for copy in copies:
-        value = copy.fields.get(name)
-        if value is not None and value != "":  # "" (an era's unknown model) is no value
-            return value
-    return None
-
-
-_FILLED_FIELDS = tuple(name for name in SESSION_FIELDS if name not in ("id", "source"))
-
-
-_FILLED_SET = frozenset(_FILLED_FIELDS)
-
-
-def _session_fields(copies: list[LegacySession]) -> dict[str, Any]:
-    """The sessions columns the copies give a value, each the first copy's that has one; no key for a
-    column none of them gives (it is stored NULL, or its default: see new_row's counters)."""
-    best = max(copies, key=lambda c: c.source_rank)  # max keeps the first of equal ranks
-    if len(copies) == 1:  # the usual case, and what _first gives for one copy
-        fields = {name: value for name, value in copies[0].fields.items()
-                  if name in _FILLED_SET and value is not None and value != ""}
-    else:
-        fields = {name: value for name in _FILLED_FIELDS if (value := _first(copies, name)) is not None}
-    fields["source"] = best.fields.get("source") or _first(copies, "source") or "unknown"
-    return fields
-
-
 def _session_extra(copies: list[LegacySession]) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     for copy in copies:
@@ -338,28 +309,8 @@ def _session_extra(copies: list[LegacySession]) -> dict[str, Any]:
     return extra
 
 
-def new_row(session_id: str, copies: list[LegacySession], times: list[float], fallback: float) -> dict[str, Any]:
-    row = _session_fields(copies)
-    row["id"] = session_id
-    if row.get("started_at") is None:
-        row["started_at"] = times[0] if times else fallback
-    elif times and times[0] < row["started_at"]:
-        # An index's naive created_at read in another zone than the messages' epoch times can
-        # land after the first message; a session never starts after its first message.
-        row["started_at"] = times[0]
-    export = next((c for c in copies if c.kind == "export"), None)
-    if export is not None:  # a round trip keeps the session exactly as it was exported
-        row["ended_at"], row["end_reason"] = export.fields.get("ended_at"), export.fields.get("end_reason")
-    else:
-        row["ended_at"] = times[-1] if times else row["started_at"]
-        row["end_reason"] = IMPORTED_END_REASON
-    for name in _COUNTER_DEFAULTS:
-        row[name] = row.get(name) or 0
-    return row
-
-
 def _fill_row(existing: Existing, copies: list[LegacySession]) -> dict[str, Any]:
-    merged = _session_fields(copies)
+    merged = session_fields(copies)
     return {
         name: value for name, value in merged.items()
         if name not in _NEVER_FILLED and value is not None and existing.row.get(name) in (None, "")
@@ -402,7 +353,7 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     """What importing these copies of one session would change in the database."""
     copies = sorted(copies, key=lambda c: KIND_ORDER.get(c.kind, 9))
     slots, duplicates, problems = _merge_messages(existing, [c for c in copies if c.has_messages])
-    start_hint = _first(copies, "started_at")
+    start_hint = first_value(copies, "started_at")
     times = _timestamps(slots, (start_hint, end_hint), start_hint or fallback_start)
     retimed = _keep_order(slots, times)
     # An export (or another database) holds its rows as they were, a tool row without a name too,

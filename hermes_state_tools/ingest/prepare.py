@@ -12,26 +12,19 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hermes_state_tools.core import jsonutil
-from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS, Row, message_row, tool_call_increment
+from hermes_state_tools.core.message_rows import Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import LegacySession, Problem
-from hermes_state_tools.ingest.existing import Fingerprint, fingerprint_of, load_existing, texts_wanted
-from hermes_state_tools.ingest.merge_copies import (
-    ENRICHED_COLUMNS,
-    PARTS_KEY,
-    Enrichment,
-    Existing,
-    ExistingMessage,
-    SessionPlan,
-    new_row,
-    plan_session,
-)
 from hermes_state_tools.ingest.rows import StagedRows
+from hermes_state_tools.ingest.session_row import new_row
 from hermes_state_tools.ingest.units import ReadLog, Unit
+
+if TYPE_CHECKING:
+    from hermes_state_tools.ingest.existing import Fingerprint
+    from hermes_state_tools.ingest.merge_copies import Enrichment, Existing, SessionPlan
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
 # that a concurrent Hermes writer waits a fraction of a second at most (big tool outputs count
@@ -123,6 +116,11 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
     `known` (the ids stored when reading began), a session outside it is planned as new unread."""
     if unit.plain is not None and pretend is None:  # new to the database (UnitReader checked)
         return plain_plan(unit)
+    # The careful path's modules load on its first use: the reader process, which plans plain
+    # transcripts alone in a first import, starts without them.
+    from hermes_state_tools.ingest.existing import fingerprint_of, load_existing, texts_wanted
+    from hermes_state_tools.ingest.merge_copies import plan_session
+
     if pretend is not None:
         existing: Existing | None = pretend
     elif conn is None or (known is not None and unit.session_id not in known):
@@ -185,7 +183,7 @@ def plain_plan(unit: Unit) -> Prepared:
         session_id=unit.session_id, create=True,
         row=new_row(unit.session_id, [plain.session], plain.span, unit.fallback_start),
         session_extra=dict(plain.session.extra), rows=plain.rows, message_extras=(), tool_calls=plain.tool_calls,
-        duplicates=0, fingerprint=fingerprint_of(None), retimed=(), unit=unit.with_copies([]),
+        duplicates=0, fingerprint=None, retimed=(), unit=unit.with_copies([]),  # fingerprint_of(None): nothing stored
     )
 
 
@@ -252,45 +250,3 @@ def batches(prepared: Iterator[Prepared]) -> Iterator[tuple[Prepared, ...]]:
             batch, rows, text, share = [], 0, 0, 1
     if batch:
         yield tuple(batch)
-
-
-def as_written(item: Prepared, before: Existing | None) -> Existing:
-    """What the session would hold once `item` is written: the starting point of a dry run's next copy."""
-    assert not isinstance(item.rows, StagedRows), "a dry run never stages"
-    retimed = dict(item.retimed)
-    enriched = {e.message_id: e for e in item.enrich}
-    kept = [_enriched(replace(m, timestamp=retimed.get(m.id, m.timestamp)), enriched.get(m.id))
-            for m in (before.messages if before else ())]
-    extra = dict(item.message_extras)
-    added = [_added(n, row, extra.get(n)) for n, row in enumerate(item.rows)]
-    row = {**(before.row if before else {}), **item.row}
-    return Existing(row, tuple(sorted(kept + added, key=lambda m: (m.timestamp, m.id > 0, abs(m.id)))))
-
-
-def _added(n: int, row: Row, extra: dict[str, Any] | None) -> ExistingMessage:
-    """A row the dry run would insert, as load_existing reads it back: its empty columns and its extra
-    keys known, so a later copy fills them as it would in the real run."""
-    values = dict(zip(MESSAGE_COLUMNS, row, strict=False))
-    missing = {name for name in ENRICHED_COLUMNS if values.get(name) in (None, "")}
-    if isinstance(row[2], str) and not row[2].startswith(jsonutil.MULTIMODAL_PREFIX):
-        missing.add(PARTS_KEY)
-    return ExistingMessage(-n - 1, row[1], row[2], row[3], jsonutil.loads_or_raw(row[4]) if row[4] else None,
-                           row[6], missing=frozenset(missing), extra_keys=frozenset(extra or ()))
-
-
-def _enriched(message: ExistingMessage, enrichment: Enrichment | None) -> ExistingMessage:
-    """A stored message as the real run leaves it: its key kept (its text may not have been read), the
-    columns and extra keys filled, a masked text replaced by the unmasked one (its key then follows)."""
-    if enrichment is None:
-        return message
-    filled = set(enrichment.columns) | ({PARTS_KEY} if PARTS_KEY in enrichment.extra else set())
-    message = replace(message, missing=message.missing - filled, extra_keys=message.extra_keys | set(enrichment.extra))
-    return message if enrichment.content is None else replace(message, content=enrichment.content, key=None)
-
-
-def with_stored_texts(before: Existing, stored: Existing | None) -> Existing:
-    """`before` (what a dry run would have written) with the stored rows' texts it did not read: a copy
-    with redaction masks is compared with them, as the real run compares it with the rows it reads."""
-    texts = {m.id: m.content for m in (stored.messages if stored else ())}
-    return replace(before, messages=tuple(
-        replace(m, content=texts.get(m.id)) if m.content is None and m.id > 0 else m for m in before.messages))

@@ -24,7 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from hermes_state_tools.ingest.channel import READ_AHEAD, send
+from hermes_state_tools.core.paths import unclaimed
+from hermes_state_tools.importers.discover import discover_names
+from hermes_state_tools.ingest.channel import READ_AHEAD, Find, Read, send
 from hermes_state_tools.ingest.prepare import Batch, StagedCreates
 from hermes_state_tools.ingest.staging import stage_batch
 from hermes_state_tools.ingest.units import ReadLog
@@ -89,18 +91,40 @@ def _deliver(out: BinaryIO, message: tuple[object, ...]) -> bool:
     return True
 
 
+def _request(inbox: BinaryIO, out: BinaryIO) -> Read | None:
+    """What to read. Asked to find the files (channel.Find), the reader finds them and says what it
+    found; when the database is unclaimed it reads them at once, planned against no database (the
+    importing process checks that it builds a new file too), else it waits for the Read that says
+    what to plan against. None: the importing process is gone."""
+    request: Read | Find = pickle.load(inbox)
+    if isinstance(request, Read):
+        return request
+    names, problems = discover_names([Path(path) for path in request.paths])
+    ahead = unclaimed(request.db)
+    if not _deliver(out, ("found", (names, ahead), problems, 0)):
+        return None
+    if ahead:
+        return Read(None, names, request.tz, request.source)
+    after: Read = pickle.load(inbox)
+    return after
+
+
 def serve(inbox: BinaryIO, out: BinaryIO) -> None:
     acks = _Acknowledgements(inbox)
     log = ReadLog()
     staging: Path | None = None
     try:
-        db_path, files, tz, source = pickle.load(inbox)  # the files' paths as text
-        acks.start()
+        request = _request(inbox, out)
+        if request is None:
+            return
+        acks.start()  # (after the last request is read: the acknowledgements come on the same pipe)
         staging = _staging_folder()
         if not _deliver(out, ("staging", staging, [], 0)):
             return
         # None: plan against no database (a new file built aside; nothing else can be in it).
+        db_path = request.plan_against
         planned_against = db_path if db_path is not None and db_path.exists() else None
+        files, tz, source = request.files, request.tz, request.source
         for number, items in enumerate(prepared_batches(planned_against, files, tz, source, log)):
             if not acks.wait_for(number - READ_AHEAD + 1):
                 return  # the importing process is gone: stop quietly

@@ -13,20 +13,23 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
+from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabaseError
 from hermes_state_tools.importers.discover import discover_names
+from hermes_state_tools.ingest.channel import Find
+from hermes_state_tools.ingest.dry_run import as_written, with_stored_texts
 from hermes_state_tools.ingest.existing import load_existing, texts_wanted
-from hermes_state_tools.ingest.launch import start_reader, stop_reader
+from hermes_state_tools.ingest.launch import AskedReader, start_reader, stop_reader
 from hermes_state_tools.ingest.merge_copies import Existing
-from hermes_state_tools.ingest.prepare import Batch, Prepared, as_written, left_out, prepare, with_stored_texts
+from hermes_state_tools.ingest.prepare import Batch, Prepared, left_out, prepare
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.worker import local_batches, remote_batches
+from hermes_state_tools.ingest.worker import found_by, local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
-from hermes_state_tools.store.fresh import build_new_store, unclaimed
+from hermes_state_tools.store.fresh import build_new_store
 from hermes_state_tools.store.opening import (
     open_read_connection,
     read_only_refusal,
@@ -265,6 +268,7 @@ class _Job:
     # store); the first run that reads takes it.
     spare: list[subprocess.Popen[bytes]] = field(default_factory=list)
     proven: bool = False  # the existing file passed require_sound before the files were read
+    ahead: bool = False  # the spare reader found the files itself and reads them, planned against no database
 
 
 def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
@@ -274,7 +278,7 @@ def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: Impo
     db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
     if len(job.files) >= PARALLEL_FROM_FILES:
         child = job.spare.pop() if job.spare else None
-        batches = remote_batches(plan_against, job.files, job.tz, job.source, log, child)
+        batches = remote_batches(plan_against, job.files, job.tz, job.source, log, child, job.ahead and bool(child))
     else:
         batches = local_batches(plan_against, job.files, job.tz, job.source, log)
     parked = _write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
@@ -319,16 +323,21 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
                  dry_run: bool = False, progress: Progress | None = None,
-                 reader: subprocess.Popen[bytes] | None = None) -> ImportStats:
+                 reader: AskedReader | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty).
 
-    `reader`: a reader process the caller started beforehand (ingest/launch.py:start_reader, for `tz`),
-    so its interpreter started while the import's modules loaded; taken if the import reads in a
-    reader process, stopped if not."""
+    `reader`: a reader process the caller started beforehand with the same arguments
+    (ingest/launch.py:finding_reader), so its interpreter started and it found the files (and, for a
+    new file, read them) while the import's modules loaded; taken if the import reads in a reader
+    process, stopped if not."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()
     # A real run with enough files reads them in a reader process, started as soon as that many are
     # found (unless one was started already): its start overlaps the rest of the search and opening the store.
-    spare: list[subprocess.Popen[bytes]] = [reader] if reader is not None else []
+    asked = reader is not None and not dry_run and reader.request == Find(db_path, [os.fspath(p) for p in paths],
+                                                                         tz, source)
+    if reader is not None and not asked:  # a dry run, or a reader asked something else: of no use here
+        stop_reader(reader.process, given_work=True)
+    spare: list[subprocess.Popen[bytes]] = [reader.process] if reader is not None and asked else []
 
     def start_early() -> None:
         if (child := start_reader(tz)) is not None:
@@ -339,7 +348,17 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
         # dry run or not, files found or not); the store is opened (and upgraded) only to write.
         proven = prepare_schema(db_path, stats)
-        files, found = discover_names(paths, None if dry_run or spare else (PARALLEL_FROM_FILES, start_early))
+        # The files, discovery's notices, and whether the reader reads them already: found by the
+        # reader when it was asked to; here when it was not, or failed (it is then stopped, and one
+        # started anew once enough files are found).
+        if asked and (answer := found_by(spare[0])) is not None:
+            files, found, ahead = answer
+        else:
+            if asked:
+                stop_reader(spare.pop(), given_work=True)
+                asked = False
+            files, found = discover_names(paths, None if dry_run or spare else (PARALLEL_FROM_FILES, start_early))
+            ahead = False
         log.problems += found
         if not files:  # nothing to write: the database is not created or opened for it
             stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",
@@ -351,10 +370,10 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             note_upgrade(db_path, stats)
             _dry_run(db_path, files, tz, source, stats, log)
         else:
-            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare, proven))
+            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare, proven, ahead))
     finally:
         for child in spare:  # not taken: the run failed before it read (or found fewer files once counted)
-            stop_reader(child)
+            stop_reader(child, given_work=asked)
     stats.problems = log.problems + stats.problems
     stats.files_read = log.files_read
     if dry_run and new_file:

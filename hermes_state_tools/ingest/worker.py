@@ -11,28 +11,31 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import pickle
 import shutil
 import subprocess
 from collections.abc import Generator, Iterator, Sequence
 from datetime import tzinfo
 from pathlib import Path
 
+from hermes_state_tools.core.records import Problem
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest.channel import ACK, BrokenChannel, receive
-from hermes_state_tools.ingest.existing import stored_session_ids
-from hermes_state_tools.ingest.launch import close_pipes, start_reader
+from hermes_state_tools.ingest.channel import ACK, BrokenChannel, Read, receive
+from hermes_state_tools.ingest.launch import ask, start_reader, stop_reader
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, planned
 from hermes_state_tools.ingest.staging import RERUN
 from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
-from hermes_state_tools.store.opening import open_read_connection
 
 
 def prepared_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                      log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
     """Units read from `files`, planned against the database as it is (None: no database yet)."""
-    # The opener's read-only look (store/opening.py): no -wal/-shm left beside the database.
-    conn = open_read_connection(db_path) if db_path is not None else None
+    conn = None
+    if db_path is not None:
+        # Loaded here: a reader process planning against no database (a first import) starts without them.
+        from hermes_state_tools.ingest.existing import stored_session_ids
+        from hermes_state_tools.store.opening import open_read_connection
+
+        conn = open_read_connection(db_path)  # the opener's read-only look: no -wal/-shm left beside it
     try:
         known = stored_session_ids(conn) if conn is not None else set()
         reader = UnitReader(files, tz, source, log, parent_links(conn), stored=known)
@@ -57,25 +60,41 @@ def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderErro
 
 def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
     """Close the pipes (the reader's cue to stop), wait for it, and remove what a killed one left."""
-    close_pipes(child)
-    try:
-        child.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+    stop_reader(child, given_work=True)
     if staging is not None:  # the reader removes it; this covers a reader that was killed
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def found_by(child: subprocess.Popen[bytes]) -> tuple[list[str], list[Problem], bool] | None:
+    """What a reader asked to find found: the files (as text, in discovery's order), discovery's
+    notices, and whether it reads them already, planned against no database. None when it failed
+    or is gone: the caller then finds the files itself."""
+    assert child.stdout is not None
+    try:
+        kind, payload, problems, _ = receive(child.stdout, first=True)
+    except BrokenChannel:
+        return None
+    if kind != "found":
+        return None
+    names, ahead = payload
+    return names, problems, ahead
+
+
 def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
-                   log: ReadLog, child: subprocess.Popen[bytes] | None = None) -> Generator[Batch, None, None]:
+                   log: ReadLog, child: subprocess.Popen[bytes] | None = None,
+                   ahead: bool = False) -> Generator[Batch, None, None]:
     """`prepared_batches` computed in a reader process (reader_child.py).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a
     `__main__` guard. Where no reader process can be started, the batches are read here.
-    `child`: a reader process started earlier (start_reader), so its start overlapped other work.
+    `child`: a reader process started earlier (start_reader), so its start overlapped other work;
+    `ahead`: it found `files` itself and reads them already, planned against no database (of no use,
+    and stopped, when `db_path` is one to plan against).
     """
+    if child is not None and ahead and db_path is not None:
+        stop_reader(child, given_work=True)
+        child, ahead = None, False
     child = child if child is not None else start_reader(tz)
     if child is None:
         yield from local_batches(db_path, files, tz, source, log)
@@ -83,13 +102,9 @@ def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo
     assert child.stdin is not None and child.stdout is not None
     staging: Path | None = None
     try:
-        try:
-            # The paths as text: ten thousand Path objects take longer to unpickle than to make again.
-            names = [os.fspath(path) for path in files]
-            pickle.dump((db_path, names, tz, source), child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            child.stdin.flush()
-        except OSError as exc:
-            raise _reader_failed(child, "could not be started") from exc
+        # The paths as text: ten thousand Path objects take longer to unpickle than to make again.
+        if not ahead and not ask(child, Read(db_path, [os.fspath(path) for path in files], tz, source)):
+            raise _reader_failed(child, "could not be started")
         for number in itertools.count():
             try:
                 kind, payload, problems, files_read = receive(child.stdout, first=number == 0)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.errors import DestinationExistsError, StorageIOError
 from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
 from hermes_state_tools.store.session_db import SessionDB
@@ -23,12 +23,6 @@ from hermes_state_tools.store.writeback import writing_back
 T = TypeVar("T")
 
 TEMP_PURPOSE = "import"
-
-
-def unclaimed(dest: Path) -> bool:
-    """No database under this name, and nothing SQLite left of one beside it: a -wal, -shm or
-    -journal of a deleted (or still open) file would be read into a file placed here."""
-    return not any(p.exists() for p in (dest, *sidecar_paths(dest), dest.with_name(dest.name + "-journal")))
 
 
 def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
