@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from hermes_state_tools.core.frozen import built
 from hermes_state_tools.core.records import SOURCE_FALLBACK, LegacyMessage, LegacySession, Problem
 from hermes_state_tools.importers.messages import fill_tool_names
 
@@ -64,7 +65,8 @@ def build_session(
     named, rank, fallback = source
     fields = {**fields, "source": named or fallback}
     kept, problems = drop_duplicate_blocks(fill_tool_names(messages), file)
-    session = LegacySession(
+    session = built(  # (every reader's sessions come through here: LegacySession without its frozen __init__)
+        LegacySession,
         session_id=session_id,
         file=file,
         kind=kind,
@@ -72,6 +74,7 @@ def build_session(
         source_rank=rank if named else SOURCE_FALLBACK,
         messages=tuple(kept),
         extra=extra,
+        has_messages=True,
         duplicates_skipped=len(messages) - len(kept),
     )
     return session, problems

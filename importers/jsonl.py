@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from hermes_state_tools.core.export_format import is_export_record
+from hermes_state_tools.core.frozen import built
 from hermes_state_tools.core.jsonutil import has_wide_float
 from hermes_state_tools.core.message_rows import NO_TAIL, TIMESTAMP, Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import SOURCE_FROM_META, LegacyMessage, LegacySession, Problem
@@ -217,7 +218,7 @@ def read_plain(path: Path | str, file: str, tz: tzinfo | None = None,
         return None
     if unnamed:
         _name_tools(rows, unnamed, calls)
-    return PlainTranscript(session, tuple(rows), tool_calls, status.st_mtime)
+    return built(PlainTranscript, session=session, rows=tuple(rows), tool_calls=tool_calls, mtime=status.st_mtime)
 
 
 def _stem(path: Path | str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from hermes_state_tools.core.frozen import built
 from hermes_state_tools.core.message_rows import Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.rows import StagedRows
@@ -179,11 +180,12 @@ def plain_plan(unit: Unit) -> Prepared:
     (times as recorded, no repeats, nothing stored to align with), its rows as read_plain made them."""
     plain = unit.plain
     assert plain is not None
-    return Prepared(
-        session_id=unit.session_id, create=True,
+    return built(
+        Prepared, session_id=unit.session_id, create=True,
         row=new_row(unit.session_id, [plain.session], plain.span, unit.fallback_start),
         session_extra=dict(plain.session.extra), rows=plain.rows, message_extras=(), tool_calls=plain.tool_calls,
         duplicates=0, fingerprint=None, retimed=(), unit=unit.with_copies([]),  # fingerprint_of(None): nothing stored
+        problems=(), enrich=(), foreign_ids=(), staged_session=None,
     )
 
 
