@@ -474,3 +474,52 @@ def test_the_command_line_starts_the_reader_early_and_an_untaken_one_is_stopped_
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     pid = int(done.stdout)
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reader is forked on Linux only")
+def test_a_forked_reader_imports_the_same_and_holds_none_of_the_callers_files(tmp_path, monkeypatch):
+    import threading
+
+    from hermes_state_tools.ingest import launch
+
+    if threading.active_count() != 1:
+        pytest.skip("a fork is only made while one thread runs")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    _varied_corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 6)
+    held_r, held_w = os.pipe()  # a caller's file: the reader must not keep it open
+    try:
+        launch.start_early(["import-jsonl", str(tmp_path / "sessions")])
+        reader = launch.finding_reader(tmp_path / "forked.db", [tmp_path / "sessions"], None, None)
+        assert reader is not None and isinstance(reader.process, launch._Forked)
+        os.close(held_w)
+        held_w = -1
+        assert os.read(held_r, 1) == b""  # end of file: no other process holds the write end
+        forked = import_paths(tmp_path / "forked.db", [tmp_path / "sessions"], reader=reader)
+    finally:
+        os.close(held_r)
+        if held_w != -1:
+            os.close(held_w)
+    assert reader.process.returncode == 0
+    monkeypatch.setattr(run, "PARALLEL_FROM_FILES", 10**9)
+    local = import_paths(tmp_path / "local.db", [tmp_path / "sessions"])
+    assert content(tmp_path / "forked.db") == content(tmp_path / "local.db")
+    assert _report(forked) == _report(local)
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reader is forked on Linux only")
+def test_a_forked_reader_is_waited_for_with_a_time_limit_and_killed():
+    import threading
+
+    from hermes_state_tools.ingest import launch
+
+    if threading.active_count() != 1:
+        pytest.skip("a fork is only made while one thread runs")
+    child = launch._fork_reader()
+    assert child is not None and child.poll() is None  # waiting for its request
+    with pytest.raises(subprocess.TimeoutExpired):
+        child.wait(timeout=0.05)
+    child.kill()
+    assert child.wait(timeout=30) == -9 and child.poll() == -9
+    launch.stop_reader(child)  # stopping one that has ended is harmless

@@ -163,9 +163,11 @@ def main() -> None:
     # One found at once (a C call that gives None back) takes a third off binding such rows. Only here:
     # the registry is the whole process's, and this process is the import's own.
     sqlite3.register_adapter(type(None), cast("Callable[[None], None]", {}.get))
-    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    serve(sys.stdin.buffer, channel)
+    # By descriptor (0, 1, 2), not through sys.stdin and sys.stdout: a reader forked from a process
+    # whose streams were replaced (a test runner's capture) has its pipes on 0 and 1 all the same.
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    serve(os.fdopen(0, "rb", closefd=False), channel)
     # Its work is done and its files removed: exit at once rather than tear the interpreter down
     # (tens of milliseconds the importing process would wait for at the end of every import).
     with contextlib.suppress(OSError):

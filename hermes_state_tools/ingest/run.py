@@ -6,7 +6,6 @@ import contextlib
 import functools
 import os
 import sqlite3
-import subprocess
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
@@ -21,7 +20,7 @@ from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import Find
 from hermes_state_tools.ingest.dry_run import as_written, with_stored_texts
 from hermes_state_tools.ingest.existing import load_existing, texts_wanted
-from hermes_state_tools.ingest.launch import AskedReader, start_reader, stop_reader
+from hermes_state_tools.ingest.launch import AskedReader, ReaderProcess, start_reader, stop_reader
 from hermes_state_tools.ingest.merge_copies import Existing
 from hermes_state_tools.ingest.prepare import Batch, Prepared, left_out, prepare
 from hermes_state_tools.ingest.staging import attached
@@ -266,7 +265,7 @@ class _Job:
     progress: Progress | None
     # A reader process started as soon as the files were known (its start overlaps opening the
     # store); the first run that reads takes it.
-    spare: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    spare: list[ReaderProcess] = field(default_factory=list)
     proven: bool = False  # the existing file passed require_sound before the files were read
     ahead: bool = False  # the spare reader found the files itself and reads them, planned against no database
 
@@ -337,7 +336,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
                                                                          tz, source)
     if reader is not None and not asked:  # a dry run, or a reader asked something else: of no use here
         stop_reader(reader.process, given_work=True)
-    spare: list[subprocess.Popen[bytes]] = [reader.process] if reader is not None and asked else []
+    spare: list[ReaderProcess] = [reader.process] if reader is not None and asked else []
 
     def start_early() -> None:
         if (child := start_reader(tz)) is not None:

@@ -12,7 +12,6 @@ import contextlib
 import itertools
 import os
 import shutil
-import subprocess
 from collections.abc import Generator, Iterator, Sequence
 from datetime import tzinfo
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, Read, receive
-from hermes_state_tools.ingest.launch import ask, start_reader, stop_reader
+from hermes_state_tools.ingest.launch import ReaderProcess, ask, start_reader, stop_reader
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, planned
 from hermes_state_tools.ingest.staging import RERUN
 from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
@@ -52,20 +51,20 @@ def local_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo 
         yield Batch(items)
 
 
-def _reader_failed(child: subprocess.Popen[bytes], why: str) -> ImportReaderError:
+def _reader_failed(child: ReaderProcess, why: str) -> ImportReaderError:
     """The error to raise, once the reader has exited (closing its pipes tells it to)."""
     _stop_reader(child, None)
     return ImportReaderError(f"the import's reader process {why} (exit {child.returncode}); {RERUN}")
 
 
-def _stop_reader(child: subprocess.Popen[bytes], staging: Path | None) -> None:
+def _stop_reader(child: ReaderProcess, staging: Path | None) -> None:
     """Close the pipes (the reader's cue to stop), wait for it, and remove what a killed one left."""
     stop_reader(child, given_work=True)
     if staging is not None:  # the reader removes it; this covers a reader that was killed
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def found_by(child: subprocess.Popen[bytes]) -> tuple[list[str], list[Problem], bool] | None:
+def found_by(child: ReaderProcess) -> tuple[list[str], list[Problem], bool] | None:
     """What a reader asked to find found: the files (as text, in discovery's order), discovery's
     notices, and whether it reads them already, planned against no database. None when it failed
     or is gone: the caller then finds the files itself."""
@@ -81,7 +80,7 @@ def found_by(child: subprocess.Popen[bytes]) -> tuple[list[str], list[Problem], 
 
 
 def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
-                   log: ReadLog, child: subprocess.Popen[bytes] | None = None,
+                   log: ReadLog, child: ReaderProcess | None = None,
                    ahead: bool = False) -> Generator[Batch, None, None]:
     """`prepared_batches` computed in a reader process (reader_child.py).
 
