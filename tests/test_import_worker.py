@@ -468,6 +468,10 @@ def test_the_command_line_starts_the_reader_early_and_an_untaken_one_is_stopped_
         assert (reader is not None) == started, args
         if reader is not None:
             launch.stop_reader(reader)
+    launch.start_early(["import-jsonl", "one-file.jsonl"])  # a command that turns out to read no folder
+    started = launch._early[0]
+    launch.stop_early()
+    assert launch.take_early() is None and started.poll() is not None
     # A process that started one and never gave it work (the command was not an import after all):
     script = ("from hermes_state_tools.ingest import launch; launch.start_early(['import-jsonl']); "
               "print(launch._early[0].pid)")

@@ -26,7 +26,7 @@ from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.errors import StorageIOError
-from hermes_state_tools.ingest.launch import finding_reader, stop_reader
+from hermes_state_tools.ingest.launch import finding_reader, stop_early, stop_reader
 from hermes_state_tools.store.files import require_replaceable
 from hermes_state_tools.views.export import FORMATS, export_file
 
@@ -127,6 +127,8 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
     reader = None
     if not dry_run and any(path.is_dir() for path in paths):
         reader = finding_reader(settings().db, paths, tz, source)
+    else:
+        stop_early()
     try:
         from hermes_state_tools.ingest import import_paths
     except BaseException:  # (Ctrl-C while the modules load) import_paths stops the reader once it has it

@@ -122,7 +122,7 @@ def start_early(args: list[str]) -> None:
     child = _fork_reader() or start_reader(None)  # the --tz given, a ZoneInfo, can be rebuilt there
     if child is not None:
         _early.append(child)
-        atexit.register(_stop_untaken)
+        atexit.register(stop_early)
 
 
 class _Forked:
@@ -205,7 +205,9 @@ def take_early() -> ReaderProcess | None:
     return _early.pop() if _early else None
 
 
-def _stop_untaken() -> None:
+def stop_early() -> None:
+    """Stop the reader start_early started, if the import did not take it (a command that reads no
+    folder; at exit, whatever the command was)."""
     while _early:
         stop_reader(_early.pop())
 
