@@ -108,7 +108,7 @@ def stop_reader(child: ReaderProcess, given_work: bool = False) -> None:
     child.wait()
 
 
-# The reader process started_early started, until the import takes it (take_early).
+# The reader process start_early started, until the import takes it (take_early).
 _early: list[ReaderProcess] = []
 
 

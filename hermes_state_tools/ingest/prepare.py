@@ -60,11 +60,9 @@ class Prepared:
     staged_session: int | None = None  # a plain create's sessions row, staged too (its rowid there)
 
     def staged(self, rows: StagedRows, session: int | None) -> Prepared:
-        """The same plan with its rows (and maybe its sessions row) staged. A copy of the fields rather
-        than dataclasses.replace, which runs a frozen __init__ again: staging makes one per session."""
-        copy = object.__new__(Prepared)
-        copy.__dict__.update(self.__dict__, rows=rows, staged_session=session)
-        return copy
+        """The same plan with its rows (and maybe its sessions row) staged. Built (core/frozen.py) rather
+        than dataclasses.replace, which runs the frozen __init__ again: staging makes one per session."""
+        return built(Prepared, **{**self.__dict__, "rows": rows, "staged_session": session})
 
     @property
     def message_count(self) -> int:
