@@ -110,6 +110,33 @@ def test_a_new_file_is_the_database_an_import_into_an_existing_file_makes(tmp_pa
     assert stat.S_IMODE(new.stat().st_mode) == 0o600
 
 
+def test_a_new_file_merges_its_index_in_larger_steps_while_built_and_ends_with_fts5s_defaults(tmp_path):
+    # While the file is built nobody searches it: FTS5 merges a level's segments once it holds 16 of
+    # them instead of 4 (a fifth less indexing work). The file placed holds FTS5's defaults again, as a
+    # file Hermes made does: no 'automerge' entry in its config table.
+    from hermes_state_tools.store.fresh import build_new_store
+
+    def config(conn: sqlite3.Connection) -> list[tuple[str, object]]:
+        return sorted(tuple(row) for row in conn.execute("SELECT k, v FROM messages_fts_config"))
+
+    def build(db: SessionDB) -> list[tuple[str, object]]:
+        assert db._conn is not None
+        for n in range(40):  # forty transactions: forty segments, merged on the way
+            db.create_session(f"s{n}", "cli")
+            db.append_message(f"s{n}", "user", f"word{n} shared text")
+        return config(db._conn)
+
+    during = build_new_store(tmp_path / "state.db", build)
+    assert during == [("automerge", 16), ("version", 4)]
+    conn = sqlite3.connect(tmp_path / "state.db")
+    try:
+        assert config(conn) == [("version", 4)]
+        assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'shared'").fetchone() == (40,)
+    finally:
+        conn.close()
+    assert fts_in_sync(tmp_path / "state.db")
+
+
 @pytest.mark.parametrize("kind", ["empty", "store"])
 def test_an_existing_file_even_an_empty_one_is_imported_into_in_place(tmp_path, monkeypatch, kind):
     db = tmp_path / "state.db"

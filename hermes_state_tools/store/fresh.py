@@ -2,10 +2,11 @@
 
 Nobody can be using a file that does not exist, so a first import need not pay for what lets a
 live gateway write in between (the WAL's second copy of every page, checkpoints, fsyncs): it
-builds the file with an in-memory journal and no syncs (its pages written back meanwhile,
-store/writeback.py), switches it to WAL at the end, fsyncs it once and links it into place. A
-failure or a kill leaves no database under the real name: the temporary file is removed here, or
-(after a kill) by the next run's `remove_stale_temps`.
+builds the file with an in-memory journal, no syncs (its pages written back meanwhile,
+store/writeback.py) and FTS5 merging its segments in larger steps (tables/fts.py:merge_later),
+switches it to WAL at the end, fsyncs it once and links it into place. A failure or a kill
+leaves no database under the real name: the temporary file is removed here, or (after a kill)
+by the next run's `remove_stale_temps`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hermes_state_tools.errors import DestinationExistsError, StorageIOError
 from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
 from hermes_state_tools.store.session_db import SessionDB
 from hermes_state_tools.store.writeback import writing_back
+from hermes_state_tools.tables import fts
 
 T = TypeVar("T")
 
@@ -38,6 +40,8 @@ def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
         with SessionDB(temp) as db, writing_back(temp):
             _unjournaled(db)
             result = build(db)
+            assert db._conn is not None
+            fts.merge_as_usual(db._conn)
             _to_wal(db, temp)
         if not unclaimed(dest):  # appeared meanwhile: the caller imports into what is there
             raise DestinationExistsError(f"{dest}: a database (or what SQLite left of one) appeared meanwhile")
@@ -55,6 +59,7 @@ def _unjournaled(db: SessionDB) -> None:
     # disk, and a crashed build is thrown away.
     db._conn.execute("PRAGMA journal_mode=MEMORY").fetchone()
     db._conn.execute("PRAGMA synchronous=OFF")  # one fsync before placing replaces them all
+    fts.merge_later(db._conn)  # nobody searches the file before it is placed
 
 
 def _to_wal(db: SessionDB, temp: Path) -> None:
