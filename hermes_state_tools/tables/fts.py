@@ -32,7 +32,9 @@ def optimize(conn: sqlite3.Connection) -> None:
     conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
 
 
-# FTS5 merges the segments of a level once it holds this many ('automerge'; 4 by default, 16 at most).
+# FTS5 merges the segments of a level once it holds this many ('automerge', 4 by default). At 16 a
+# level is merged only when FTS5 must: its crisis merge ('crisismerge', 16 by default) merges any
+# level of 16 segments whatever 'automerge' says, so a larger value changes nothing.
 _FEWEST_MERGES = 16
 
 
