@@ -119,3 +119,39 @@ def test_the_cli_says_when_a_query_was_ranked_among_the_newest(store, monkeypatc
     assert rare["ranked_among"] is None and len(rare["results"]) == 5
     human = runner.invoke(main, ["--db", str(path), "search", "common", "--limit", "3"]).stdout
     assert "best of the newest 12 matches" in human
+
+
+@pytest.fixture
+def glued(tmp_path):
+    """40 messages; 'xyzzy' only inside longer words (no whole-word match), in every fourth one."""
+    path = tmp_path / "glued.db"
+    with SessionDB(path) as db:
+        db.create_session("g", "cli")
+        for n in range(40):
+            db.append_message("g", "user", f"entry {n} " + ("fooxyzzybar" if n % 4 == 0 else "plain words"))
+    return path
+
+
+def test_the_literal_look_reads_the_newest_messages_only_and_whole_words_are_found_everywhere(glued, monkeypatch):
+    with SessionDB(glued) as db:
+        everywhere = [h["id"] for h in db.search_messages("xyzzy", limit=50)]
+        assert everywhere == [37, 33, 29, 25, 21, 17, 13, 9, 5, 1]  # newest first, each literal match
+        monkeypatch.setattr(q, "LITERAL_WINDOW", 15)
+        assert [h["id"] for h in db.search_messages("xyzzy", limit=50)] == [37, 33, 29]  # ids 26-40 only
+        assert [h["id"] for h in db.search_messages("entry 3", limit=50)] == [4]  # whole words: all of them
+
+
+def test_the_report_says_when_the_literal_look_read_the_newest_messages_only(glued, monkeypatch):
+    runner = CliRunner()
+
+    def search(*words: str) -> dict:
+        return json.loads(runner.invoke(main, ["--db", str(glued), "search", *words, "--json"]).stdout)
+
+    assert search("xyzzy")["literal_among"] is None  # the store is smaller than the window: it read them all
+    monkeypatch.setattr(q, "LITERAL_WINDOW", 15)
+    glued_word = search("xyzzy")
+    assert glued_word["literal_among"] == 15 and len(glued_word["results"]) == 3
+    assert search("entry")["literal_among"] is None  # a whole-word match: no literal look
+    assert search("nowhere")["literal_among"] == 15 and search("nowhere")["results"] == []
+    human = runner.invoke(main, ["--db", str(glued), "search", "nowhere"]).stdout
+    assert "no matches" in human and "literal text looked for in the newest 15 messages" in human

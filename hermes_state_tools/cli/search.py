@@ -15,10 +15,12 @@ ROLES = ("user", "assistant", "tool", "system")
 
 
 def _human(doc: dict[str, Any]) -> str:
+    literal = (f"(no whole-word match: literal text looked for in the newest {doc['literal_among']:,} messages)"
+               if doc["literal_among"] else None)
     if not doc["results"]:
-        return "no matches"
+        return "no matches" + (f" {literal}" if literal else "")
     colour = render.use_colour()
-    lines = []
+    lines = [literal] if literal else []
     if doc["ranked_among"]:
         lines.append(f"(a common query: best of the newest {doc['ranked_among']:,} matches)")
     for hit in doc["results"]:
@@ -84,7 +86,9 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
 
     A query matching more than 2,000 messages (a common word) is ranked among its 2,000 most
     recent matches only, so it answers in milliseconds at any size; --json then reports
-    "ranked_among": 2000 (null when every match was ranked).
+    "ranked_among": 2000 (null when every match was ranked). When no message holds the words as
+    whole words, they are looked for as literal text in the 50,000 most recent messages (a store
+    that holds more reports "literal_among": 50000).
 
     \b
     Examples:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.errors import SearchIndexMissingError
-from hermes_state_tools.search.query import ranked_among, search_messages
+from hermes_state_tools.search.query import literal_among, ranked_among, search_messages
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables.fts import missing_objects
 from hermes_state_tools.views.sessions import require_sources
@@ -14,8 +14,9 @@ from hermes_state_tools.views.sessions import require_sources
 
 def search_report(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
                   limit: int = 20) -> dict[str, Any]:
-    """The results, and `ranked_among`: None when every match was ranked, else how many of the newest
-    matches were (the query matched more: a common word)."""
+    """The results; `ranked_among`: None when every match was ranked, else how many of the newest
+    matches were (the query matched more: a common word); `literal_among`: None unless no whole word
+    matched and the literal look read only the newest messages, then how many."""
     with reading(path, allow_newer=True) as conn:
         if missing_objects(conn):
             raise SearchIndexMissingError(
@@ -26,6 +27,7 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
         try:
             results = search_messages(conn, query, source_filter, None, role_filter, limit)
             window = ranked_among(conn, query, source_filter, role_filter, limit) if results else None
+            literal = literal_among(conn, query, source_filter, role_filter)
         finally:
             conn.execute("ROLLBACK")
-        return {"results": results, "ranked_among": window}
+        return {"results": results, "ranked_among": window, "literal_among": literal}
