@@ -5,7 +5,8 @@ case as a ratio to its floor measured in the same run, interleaved, medians comp
 
 check (full)    `hermes-state check` (process) / PRAGMA integrity_check + FTS5 'integrity-check' rank=1
 check --quick   `hermes-state check --quick` (process) / PRAGMA quick_check
-search          common (top-10 words) and selective (rank 20k-49k) p50/p95 of search_messages
+search          common (top-10 words), selective (rank 20k-49k) and apart (a selective and a mid word
+                that share no message) p50/p95 of search_messages
 append          SessionDB.append_message / raw BEGIN IMMEDIATE + INSERT + counter UPDATE + COMMIT
 prune           `hermes-state prune` of half the sessions (process) / bare DELETEs with the FTS triggers
 memory          peak RSS of check, export, prune, vacuum at N against N/10 messages
@@ -88,7 +89,11 @@ def search_latencies(store: Path) -> dict[str, tuple[float, float]]:
     from hermes_state_tools.search.query import search_messages
 
     words = zipf_store.WORDS
-    groups = {"common": words[:10], "selective": [words[i] for i in (20000, 25000, 30000, 35000, 40000, 49000)]}
+    selective = [words[i] for i in (20000, 25000, 30000, 35000, 40000, 49000)]
+    # A selective and a mid-frequency word that (nearly always) share no message: no whole-word match,
+    # so search_messages goes on to its literal look (bounded to the newest messages).
+    groups = {"common": words[:10], "selective": selective,
+              "apart": [f"{word} {words[200 + n]}" for n, word in enumerate(selective)]}
     conn = _readonly(store)
     conn.row_factory = sqlite3.Row
     out = {}
@@ -171,7 +176,7 @@ def run_scale(messages: int, repeat: int, run_cli: Callable[[list[str]], tuple[f
     print(f"quick:   quick_check {med['floor']:.2f} s, check --quick {med['ours']:.2f} s -> "
           f"{med['ours'] / med['floor']:.2f}x (goal <= 2x)")
     for name, (p50, p95) in search_latencies(store).items():
-        goal = "< 100 ms" if name == "common" else "< 5 ms"
+        goal = "< 5 ms" if name == "selective" else "< 100 ms"
         print(f"search:  {name} p50 {p50:.1f} ms, p95 {p95:.1f} ms (goal p95 {goal})")
     print(f"append:  floor/append_message {append_ratio(store, root, repeat):.2f} (goal >= 0.95)")
     days = prune_days(store)
