@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,13 +22,11 @@ from hermes_state_tools.cli.base import (
     step_bar,
 )
 from hermes_state_tools.errors import DAMAGED_REFUSAL, ConfirmationRequired
-from hermes_state_tools.maintenance.checks import check_report
-from hermes_state_tools.maintenance.maintain import maintain_file
-from hermes_state_tools.maintenance.prune import PrunePlan, prune_file
-from hermes_state_tools.maintenance.rebuild_fts import rebuild_fts_file
-from hermes_state_tools.maintenance.repair import repair_file
-from hermes_state_tools.maintenance.vacuum import vacuum_file
-from hermes_state_tools.store.backup import backup_file
+
+# Each command loads its library module when it runs, so `check --quick` (a cron job's every run)
+# does not load repair, maintain, prune, vacuum and backup as well.
+if TYPE_CHECKING:
+    from hermes_state_tools.maintenance.prune import PrunePlan
 
 _SHOWN_IDS = 10
 
@@ -96,6 +94,7 @@ def check(quick: bool, as_json: bool) -> None:
     """
     path = settings().db
     with step_bar("check") as progress:
+        from hermes_state_tools.maintenance.checks import check_report
         report = check_report(path, quick, progress)
     emit({"ok": not report.findings, "path": str(path), "quick": quick, **report.as_dict()}, _human_check)
     _exit_unless(not report.findings)
@@ -124,6 +123,7 @@ def repair(dry_run: bool, as_json: bool) -> None:
       hermes-state repair --json
     """
     with step_bar("repair") as progress:
+        from hermes_state_tools.maintenance.repair import repair_file
         report = repair_file(settings().db, dry_run, progress=progress)
     emit(report.as_dict(), _human_repair)
     _exit_unless(report.ok)
@@ -142,6 +142,7 @@ def rebuild_fts(as_json: bool) -> None:
       hermes-state rebuild-fts
       hermes-state --db state.db rebuild-fts --json
     """
+    from hermes_state_tools.maintenance.rebuild_fts import rebuild_fts_file
     doc = rebuild_fts_file(settings().db).as_dict()
     emit(doc, lambda d: f"rebuilt messages_fts from {d['messages_indexed']:,} messages"
                         + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
@@ -173,6 +174,7 @@ def vacuum(as_json: bool) -> None:
       hermes-state vacuum --json
     """
     with step_bar("vacuum") as progress:
+        from hermes_state_tools.maintenance.vacuum import vacuum_file
         doc = vacuum_file(settings().db, progress).as_dict()
     emit(doc, _human_vacuum)
 
@@ -197,6 +199,7 @@ def backup(dest: Path, keep: int | None, as_json: bool) -> None:
       hermes-state backup ~/backups --keep 7
       hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
     """
+    from hermes_state_tools.store.backup import backup_file
     doc = backup_file(settings().db, dest, keep).as_dict()
     emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
                         f"({d['bytes']:,} bytes, verified)"
@@ -239,6 +242,7 @@ def maintain(as_json: bool) -> None:
       hermes-state maintain --json --no-progress   # from cron
     """
     with step_bar("maintain") as progress:
+        from hermes_state_tools.maintenance.maintain import maintain_file
         doc = maintain_file(settings().db, progress).as_dict()
     emit(doc, _human_maintain)
     if doc["damaged"]:
@@ -300,5 +304,6 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
       hermes-state prune --older-than 90 --dry-run
       hermes-state prune --older-than 30 --source telegram --yes --json
     """
+    from hermes_state_tools.maintenance.prune import prune_file
     doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes)).as_dict()
     emit(doc, _human_prune)
