@@ -5,7 +5,7 @@ and a literal-substring fallback for Latin words the FTS5 tokenizer did not matc
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, NamedTuple
 
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.jsonutil import content_text
@@ -117,8 +117,16 @@ def literal_floor(conn: sqlite3.Connection) -> int | None:
     return None if row is None else int(row[0])
 
 
+class Answer(NamedTuple):
+    """A search's results, and `literal_among`: how many of the newest messages its literal look read,
+    when it looked for literal text and did not read every message (else None)."""
+
+    results: list[dict[str, Any]]
+    literal_among: int | None = None
+
+
 def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tuple[str, list[Any]],
-                     limit: int, offset: int) -> list[dict[str, Any]]:
+                     limit: int, offset: int) -> Answer:
     """Messages among the newest LITERAL_WINDOW containing every needle literally (ASCII
     case-insensitive), newest first."""
     where, params = filters
@@ -137,7 +145,7 @@ def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tupl
     results = [dict(row) for row in conn.execute(sql, (*needles, *params, limit, offset))]
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needles[0])
-    return results
+    return Answer(results, None if floor is None else LITERAL_WINDOW)
 
 
 def cjk_search(conn: sqlite3.Connection, query: str, filters: tuple[str, list[Any]],
@@ -200,17 +208,23 @@ def search_messages(
     offset: int = 0,
 ) -> list[dict[str, Any]]:
     """FTS5 search (CJK as a literal substring), falling back to substrings when FTS finds nothing."""
+    return answer(conn, query, source_filter, exclude_sources, role_filter, limit, offset).results
+
+
+def answer(conn: sqlite3.Connection, query: str, source_filter: Any = None, exclude_sources: Any = None,
+           role_filter: Any = None, limit: int = 20, offset: int = 0) -> Answer:
+    """search_messages' results, and how it found them (Answer)."""
     if not query or not query.strip():
-        return []
+        return Answer([])
     filters = _filters(source_filter, exclude_sources, role_filter)
     if contains_cjk(query):
-        results = cjk_search(conn, query, filters, limit, offset)
+        found = Answer(cjk_search(conn, query, filters, limit, offset))
     else:
-        results = _fts_or_fallback(conn, query, filters, limit, offset)
-    for result in results:
+        found = _fts_or_fallback(conn, query, filters, limit, offset)
+    for result in found.results:
         result.pop("_content", None)
         result["context"] = context(conn, result)
-    return results
+    return found
 
 
 def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None, role_filter: Any = None,
@@ -230,24 +244,8 @@ def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None
     return None if floor is None else window
 
 
-def literal_among(conn: sqlite3.Connection, query: str, source_filter: Any = None,
-                  role_filter: Any = None) -> int | None:
-    """How many of the newest messages `search_messages` looked through for literal substrings: None
-    when it did not look (a whole-word match, a CJK query) or looked through every message."""
-    if not query or not query.strip() or contains_cjk(query) or not plain_terms(query):
-        return None
-    fts_query = sanitize_fts5_query(query)
-    try:
-        if fts_query and fts_search(conn, fts_query, _filters(source_filter, None, role_filter), 1, 0):
-            return None
-    except sqlite3.OperationalError as exc:
-        if is_lock_error(exc):
-            raise
-    return None if literal_floor(conn) is None else LITERAL_WINDOW
-
-
 def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, list[Any]],
-                     limit: int, offset: int) -> list[dict[str, Any]]:
+                     limit: int, offset: int) -> Answer:
     fts_query = sanitize_fts5_query(query)
     results: list[dict[str, Any]] = []
     if fts_query:
@@ -261,9 +259,9 @@ def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, l
             fts_query = ""
     terms = plain_terms(query)
     if results or not terms:
-        return results
+        return Answer(results)
     if offset and fts_query and fts_search(conn, fts_query, filters, 1, 0):
-        return results  # paged past the end of real word matches
+        return Answer(results)  # paged past the end of real word matches
     # Nothing matched as words: the text may still hold the terms inside longer tokens
     # or in characters the unicode61 tokenizer treats as separators.
     return substring_search(conn, terms, filters, limit, offset)

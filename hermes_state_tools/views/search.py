@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.errors import SearchIndexMissingError
-from hermes_state_tools.search.query import literal_among, ranked_among, search_messages
+from hermes_state_tools.search.query import answer, ranked_among
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables.fts import missing_objects
 from hermes_state_tools.views.sessions import require_sources
@@ -25,9 +25,8 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
         require_sources(conn, [source_filter] if isinstance(source_filter, str) else source_filter)
         conn.execute("BEGIN")  # the results and the count from one snapshot
         try:
-            results = search_messages(conn, query, source_filter, None, role_filter, limit)
-            window = ranked_among(conn, query, source_filter, role_filter, limit) if results else None
-            literal = literal_among(conn, query, source_filter, role_filter)
+            found = answer(conn, query, source_filter, None, role_filter, limit)
+            window = ranked_among(conn, query, source_filter, role_filter, limit) if found.results else None
         finally:
             conn.execute("ROLLBACK")
-        return {"results": results, "ranked_among": window, "literal_among": literal}
+        return {"results": found.results, "ranked_among": window, "literal_among": found.literal_among}
