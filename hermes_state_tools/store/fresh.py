@@ -40,8 +40,6 @@ def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
         with SessionDB(temp) as db, writing_back(temp):
             _unjournaled(db)
             result = build(db)
-            assert db._conn is not None
-            fts.merge_as_usual(db._conn)
             _to_wal(db, temp)
         if not unclaimed(dest):  # appeared meanwhile: the caller imports into what is there
             raise DestinationExistsError(f"{dest}: a database (or what SQLite left of one) appeared meanwhile")
@@ -63,8 +61,10 @@ def _unjournaled(db: SessionDB) -> None:
 
 
 def _to_wal(db: SessionDB, temp: Path) -> None:
-    """The file Hermes opens is in WAL mode, as a store opened the usual way is."""
+    """The file as Hermes opens one: FTS5's default merging again, and WAL mode, as a store opened the
+    usual way is."""
     assert db._conn is not None
+    fts.merge_as_usual(db._conn)
     mode = db._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise StorageIOError(f"{temp}: SQLite could not switch the new database to WAL mode (it stayed {mode})")
