@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hermes_state_tools.errors import DatabaseLockedError
 
@@ -103,10 +103,13 @@ def on_lock_wait(notice: Callable[[], None] | None) -> None:
     _lock_wait_notice = notice
 
 
-def retry_on_lock(fn: Callable[[], T]) -> T:
-    """Call `fn`, retrying on locked/busy after a random 20-150 ms sleep, up to 15 retries."""
-    last_error: sqlite3.OperationalError | None = None
-    for attempt in range(_WRITE_MAX_RETRIES + 1):
+def retry_on_lock(fn: Callable[[], T], failed: sqlite3.OperationalError | None = None) -> T:
+    """Call `fn`, retrying on locked/busy after a random 20-150 ms sleep, up to 15 retries.
+
+    `failed`: the caller's own first try of `fn` already met this lock error, so the retries start.
+    """
+    last_error = failed
+    for attempt in range(0 if failed is None else 1, _WRITE_MAX_RETRIES + 1):
         if attempt == 1 and _lock_wait_notice is not None:
             _lock_wait_notice()
         if attempt:
@@ -114,12 +117,16 @@ def retry_on_lock(fn: Callable[[], T]) -> T:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if not is_lock_error(exc) or isinstance(exc, DatabaseLockedError):
+            if not _retryable(exc):
                 raise
             last_error = exc
     raise DatabaseLockedError(
         f"database is locked: gave up after {_WRITE_MAX_RETRIES} retries ({last_error})"
     ) from last_error
+
+
+def _retryable(exc: sqlite3.OperationalError) -> bool:
+    return is_lock_error(exc) and not isinstance(exc, DatabaseLockedError)
 
 
 class WriteRunner:
@@ -130,29 +137,39 @@ class WriteRunner:
         self._lock = lock
         self._writes = 0
 
-    def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` inside `BEGIN IMMEDIATE`; commit, or roll back whole and re-raise."""
-        result = retry_on_lock(lambda: self._attempt(fn))
-        self._after_commit()
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(conn, *args)` inside `BEGIN IMMEDIATE`; commit, or roll back whole and re-raise.
+
+        The first try is made here and only a lock error enters `retry_on_lock`: the live path
+        (`append_message`, once per message) pays no closure or retry frame for the common case.
+        """
+        try:
+            result = self._attempt(fn, args)
+        except sqlite3.OperationalError as exc:
+            if not _retryable(exc):
+                raise
+            result = retry_on_lock(lambda: self._attempt(fn, args), failed=exc)
+        self._writes += 1
+        if self._writes % _CHECKPOINT_EVERY_N_WRITES == 0:
+            self._checkpoint()
         return result
 
-    def _attempt(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _attempt(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                result = fn(self._conn)
-                self._conn.execute("COMMIT")
+                result = fn(conn, *args)
+                conn.execute("COMMIT")
             except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             return result
 
-    def _after_commit(self) -> None:
-        self._writes += 1
-        if self._writes % _CHECKPOINT_EVERY_N_WRITES == 0:
-            with self._lock:
-                try:
-                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.OperationalError:
-                    pass  # a checkpoint is housekeeping; a busy reader must not fail the write
+    def _checkpoint(self) -> None:
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.OperationalError:
+                pass  # a checkpoint is housekeeping; a busy reader must not fail the write

@@ -52,8 +52,8 @@ class SessionDB:
         self._conn = conn
 
     # -- plumbing -----------------------------------------------------------------
-    def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return self._writer.run(lambda conn: fn(conn, *args, **kwargs))
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        return self._writer.run(fn, *args)
 
     def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self._lock:
