@@ -15,8 +15,6 @@ from hermes_state_tools.core.connection import (
     _WRITE_RETRY_MIN_S,
 )
 from hermes_state_tools.core.paths import default_db_path
-from hermes_state_tools.search import query as search_query
-from hermes_state_tools.search import sanitize
 from hermes_state_tools.store.opening import open_store
 from hermes_state_tools.tables import (
     deleting,
@@ -171,17 +169,25 @@ class SessionDB:
         return self._read(titles.next_title_in_lineage, title)
 
     # -- search -------------------------------------------------------------------
+    # The search modules load on first use: compiling the sanitizer's patterns (its CJK ranges) costs
+    # about 16 ms, which a process that only writes (the importer's writer, Hermes' gateway) never needs.
     @staticmethod
     def _sanitize_fts5_query(query: str) -> str:
+        from hermes_state_tools.search import sanitize
+
         return sanitize.sanitize_fts5_query(query)
 
     @staticmethod
     def _contains_cjk(text: str) -> bool:
+        from hermes_state_tools.search import sanitize
+
         return sanitize.contains_cjk(text)
 
     def search_messages(self, query: str, source_filter: list[str] | None = None,
                         exclude_sources: list[str] | None = None, role_filter: list[str] | None = None,
                         limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
+        from hermes_state_tools.search import query as search_query
+
         return self._read(search_query.search_messages, query, source_filter, exclude_sources, role_filter,
                           limit, offset)
 
