@@ -355,6 +355,22 @@ def test_context_with_equal_timestamps_breaks_ties_by_id(db):
     assert [c["content"] for c in result["context"]] == ["one", "two target", "three"]
 
 
+def test_context_of_a_page_larger_than_one_statement_holds(db):
+    """Context comes from statements of 200 matches (SQLite's bound-value and compound-select limits):
+    every match of a 600-result page gets its own neighbours, in the page's order."""
+    db.create_session("s1", "cli")
+    for i in range(600):
+        db.append_message("s1", "user", f"before {i}")
+        db.append_message("s1", "assistant", f"needle {i}")
+    db.append_message("s1", "user", "the end")
+    results = db.search_messages("needle", limit=600)
+    assert len(results) == 600
+    for result in results:
+        i = int(result["snippet"].split()[-1])
+        after = f"before {i + 1}" if i < 599 else "the end"
+        assert [c["content"] for c in result["context"]] == [f"before {i}", f"needle {i}", after]
+
+
 # -- multimodal content ------------------------------------------------------------
 
 @pytest.mark.parametrize("query", ["picture", "图片", "这张图片"])

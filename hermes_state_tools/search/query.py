@@ -180,22 +180,37 @@ def make_snippet(text: str, needle: str) -> str:
     return f"{head}{text[start:at]}{SNIPPET_OPEN}{match}{SNIPPET_CLOSE}{text[at + len(needle):end]}{tail}"
 
 
-def context(conn: sqlite3.Connection, match: dict[str, Any]) -> list[dict[str, Any]]:
-    """The previous message, the match and the next message of the same session."""
-    key = (match["session_id"], match["timestamp"], match["timestamp"], match["id"])
-    before = conn.execute(
-        "SELECT role, content FROM messages WHERE session_id = ? AND (timestamp < ? OR "
-        "(timestamp = ? AND id < ?)) ORDER BY timestamp DESC, id DESC LIMIT 1", key
-    ).fetchone()
-    this = conn.execute("SELECT role, content FROM messages WHERE id = ?", (match["id"],)).fetchone()
-    after = conn.execute(
-        "SELECT role, content FROM messages WHERE session_id = ? AND (timestamp > ? OR "
-        "(timestamp = ? AND id > ?)) ORDER BY timestamp, id LIMIT 1", key
-    ).fetchone()
-    return [
-        {"role": row["role"], "content": content_text(row["content"])[:CONTEXT_CHARS]}
-        for row in (before, this, after) if row is not None
-    ]
+# For each match: the id of the previous message of its session, its own id, the id of the next one.
+_NEIGHBOURS = (
+    "SELECT (SELECT id FROM messages WHERE session_id = hit.session_id AND (timestamp < hit.ts OR "
+    "(timestamp = hit.ts AND id < hit.id)) ORDER BY timestamp DESC, id DESC LIMIT 1), hit.id, "
+    "(SELECT id FROM messages WHERE session_id = hit.session_id AND (timestamp > hit.ts OR "
+    "(timestamp = hit.ts AND id > hit.id)) ORDER BY timestamp, id LIMIT 1) "
+    "FROM (SELECT ? AS n, ? AS session_id, ? AS ts, ? AS id{more}) AS hit ORDER BY hit.n"
+)
+
+
+# Matches per pair of statements: 4 values each stays under SQLite's oldest limit of 999 bound values,
+# and the UNION ALL under its 500 compound terms.
+_CONTEXT_CHUNK = 200
+
+
+def contexts(conn: sqlite3.Connection, matches: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """For each match, the previous message, the match and the next message of the same session: two
+    statements for a page of matches, not three for each."""
+    out: list[list[dict[str, Any]]] = []
+    for start in range(0, len(matches), _CONTEXT_CHUNK):
+        chunk = matches[start:start + _CONTEXT_CHUNK]
+        more = " UNION ALL SELECT ?, ?, ?, ?" * (len(chunk) - 1)
+        params = [value for n, match in enumerate(chunk)
+                  for value in (n, match["session_id"], match["timestamp"], match["id"])]
+        trios = conn.execute(_NEIGHBOURS.format(more=more), params).fetchall()
+        wanted = sorted({i for trio in trios for i in trio if i is not None})
+        rows = {row[0]: row for row in conn.execute(
+            f"SELECT id, role, content FROM messages WHERE id IN ({','.join('?' * len(wanted))})", wanted)}
+        out += [[{"role": rows[i][1], "content": content_text(rows[i][2])[:CONTEXT_CHARS]}
+                 for i in trio if i in rows] for trio in trios]
+    return out
 
 
 def search_messages(
@@ -221,9 +236,9 @@ def answer(conn: sqlite3.Connection, query: str, source_filter: Any = None, excl
         found = Answer(cjk_search(conn, query, filters, limit, offset))
     else:
         found = _fts_or_fallback(conn, query, filters, limit, offset)
-    for result in found.results:
+    for result, around in zip(found.results, contexts(conn, found.results), strict=True):
         result.pop("_content", None)
-        result["context"] = context(conn, result)
+        result["context"] = around
     return found
 
 
