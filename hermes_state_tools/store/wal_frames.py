@@ -54,23 +54,65 @@ def _checksum(data: bytes, s0: int, s1: int, big: bool) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class _Header:
-    big: bool
-    page_size: int
-    salts: bytes
+    prefix: bytes  # the header's first 24 bytes as SQLite needs them (rebuilt when they were damaged)
     holds: bool  # its own checksum holds (else SQLite reads no frame of the WAL)
     checksum: tuple[int, int]  # as stored: the first frame's checksum goes on from it
 
+    @property
+    def big(self) -> bool:
+        return bool(int.from_bytes(self.prefix[0:4], "big") & 1)
 
-def _header(data: bytes) -> _Header | None:
+    @property
+    def page_size(self) -> int:
+        return int.from_bytes(self.prefix[8:12], "big")
+
+    @property
+    def salts(self) -> bytes:
+        return self.prefix[16:24]
+
+
+_PAGE_SIZES = tuple(2**n for n in range(9, 17))
+
+
+def _header(handle: BinaryIO) -> _Header | None:
+    """The WAL's header, read from the start of `handle`, which is left at the first frame. A header
+    whose own checksum fails (a flipped bit in its magic, page size or salts) makes SQLite read no
+    frame at all; its frames are still there, and the one layout under which they check out (byte
+    order, page size, salts) is found from the first two."""
+    data = handle.read(_HEADER)
     if len(data) < _HEADER:
         return None
-    magic = int.from_bytes(data[0:4], "big")
-    page_size = int.from_bytes(data[8:12], "big")
-    if magic not in _MAGIC or page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
-        return None
-    big = bool(magic & 1)
     stored = _stored(data[24:32])
-    return _Header(big, page_size, data[16:24], _checksum(data[0:24], 0, 0, big) == stored, stored)
+    magic, page_size = int.from_bytes(data[0:4], "big"), int.from_bytes(data[8:12], "big")
+    if magic in _MAGIC and page_size in _PAGE_SIZES and _checksum(data[0:24], 0, 0, bool(magic & 1)) == stored:
+        return _Header(data[0:24], True, stored)
+    sizes = ((page_size,) if page_size in _PAGE_SIZES else ()) + _PAGE_SIZES
+    orders = (bool(magic & 1), not magic & 1) if magic in _MAGIC else (True, False)
+    for size in sizes:
+        handle.seek(_HEADER)
+        first, second = handle.read(_FRAME_HEADER + size), handle.read(_FRAME_HEADER + size)
+        for big in orders:
+            prefix = (_MAGIC[big].to_bytes(4, "big") + data[4:8] + size.to_bytes(4, "big") + data[12:16]
+                      + first[8:16])
+            if len(first) == _FRAME_HEADER + size and _frames_check_out(first, second, stored, big):
+                handle.seek(_HEADER)
+                return _Header(prefix, False, stored)
+    return None
+
+
+def _frames_check_out(first: bytes, second: bytes, stored: tuple[int, int], big: bool) -> bool:
+    """The first frame's checksum goes on from the header's, or (that stored checksum being what was
+    damaged) the second's from the first's."""
+    if _frame_holds(first, stored, big):
+        return True
+    return len(second) == len(first) and second[8:16] == first[8:16] and _frame_holds(
+        second, _stored(first[16:24]), big)
+
+
+def _frame_holds(frame: bytes, before: tuple[int, int], big: bool) -> bool:
+    head = frame[:_FRAME_HEADER]
+    return head[0:4] != b"\0\0\0\0" and _checksum(
+        frame[_FRAME_HEADER:], *_checksum(head[0:8], *before, big), big) == _stored(head[16:24])
 
 
 def _stored(field: bytes) -> tuple[int, int]:
@@ -99,15 +141,13 @@ def _frames(handle: BinaryIO, header: _Header) -> Iterator[_Frame]:
     size = _FRAME_HEADER + header.page_size
     while len(frame := handle.read(size)) == size:
         head, page = frame[:_FRAME_HEADER], frame[_FRAME_HEADER:]
-        current, stored = head[8:16] == header.salts, _stored(head[16:24])
-        holds = (current and head[0:4] != b"\0\0\0\0"
-                 and _checksum(page, *_checksum(head[0:8], *before, header.big), header.big) == stored)
-        yield _Frame(head, page, holds, current)
-        before = stored
+        current = head[8:16] == header.salts
+        yield _Frame(head, page, current and _frame_holds(frame, before, header.big), current)
+        before = _stored(head[16:24])
 
 
 def _scan(handle: BinaryIO) -> WalBreak | None:
-    header = _header(handle.read(_HEADER))
+    header = _header(handle)
     if header is None:
         return None
     first: int | None = None if header.holds else 0
@@ -165,13 +205,12 @@ def mend_copy(wal_path: Path) -> int:
     frames were left out."""
     mended, dropped = wal_path.with_name(wal_path.name + ".mended"), 0
     with wal_path.open("rb") as source:
-        first = source.read(_HEADER)
-        header = _header(first)
+        header = _header(source)
         if header is None:
             return 0
-        s0, s1 = _checksum(first[0:24], 0, 0, header.big)
+        s0, s1 = _checksum(header.prefix, 0, 0, header.big)
         with mended.open("wb") as out:
-            out.write(first[0:24] + s0.to_bytes(4, "big") + s1.to_bytes(4, "big"))
+            out.write(header.prefix + s0.to_bytes(4, "big") + s1.to_bytes(4, "big"))
             for frame in _frames(source, header):
                 if not frame.holds:
                     dropped += frame.current
