@@ -515,3 +515,25 @@ def test_a_file_that_never_was_sqlite_is_still_not_a_database(tmp_path, content)
         result = cli("--db", path, command, *extra, "--no-progress")
         assert result.exit_code == 2 and "not an SQLite database" in result.output
     assert listing(tmp_path) == ["state.db"]
+
+
+def test_a_file_damaged_while_prune_waits_for_its_answer_is_refused(pristine, tmp_path, monkeypatch):
+    """prune proved the file sound before asking; the answer may come much later, so a confirmed
+    prune proves it again before it deletes (only --yes, which asks nothing, uses the first proof)."""
+    from hermes_state_tools.cli import maintenance as maintenance_cli
+
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE sessions SET ended_at = started_at + 60")
+    sqlite3.connect(path).execute("PRAGMA wal_checkpoint(TRUNCATE)").connection.close()
+
+    def damaged_meanwhile(*_args: object, **_kwargs: object) -> bool:
+        damage(path, "messages")
+        return True
+
+    monkeypatch.setattr(maintenance_cli, "stdin_is_terminal", lambda: True)
+    monkeypatch.setattr(maintenance_cli.click, "confirm", damaged_meanwhile)
+    result = cli("--db", path, "prune", "--older-than", "30")
+    assert result.exit_code == 65 and "recover" in result.stderr, result.stderr
+    assert len(rows(path, "SELECT id FROM sessions")) == 120

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -255,26 +254,20 @@ def stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
-def _confirmer(yes: bool) -> Callable[[PrunePlan], None]:
-    """Asks on a terminal; without one, only --yes lets a prune delete."""
-
-    def confirm(plan: PrunePlan) -> None:
-        if yes:
-            return
-        if not stdin_is_terminal():
-            raise ConfirmationRequired("prune deletes sessions: without a terminal to confirm on, pass --yes "
-                                       "(or --dry-run to see what it would delete)")
-        if not plan.session_ids:
-            return
-        shown = ", ".join(plan.session_ids[:_SHOWN_IDS]) + (", ..." if len(plan.session_ids) > _SHOWN_IDS else "")
-        click.echo(f"would delete: {shown}", err=True)
-        days = "1 day" if plan.older_than_days == 1 else f"{plan.older_than_days:g} days"
-        question = (f"Delete {plural(len(plan.session_ids), 'ended session')} started more than {days} "
-                    f"ago and their {plural(plan.messages, 'message')}? Their children are kept.")
-        if not click.confirm(question, default=False, err=True):
-            fail("prune cancelled; nothing was deleted", EXIT_PROBLEMS)
-
-    return confirm
+def _confirm(plan: PrunePlan) -> None:
+    """Asks on a terminal; without one, only --yes (which asks nothing) lets a prune delete."""
+    if not stdin_is_terminal():
+        raise ConfirmationRequired("prune deletes sessions: without a terminal to confirm on, pass --yes "
+                                   "(or --dry-run to see what it would delete)")
+    if not plan.session_ids:
+        return
+    shown = ", ".join(plan.session_ids[:_SHOWN_IDS]) + (", ..." if len(plan.session_ids) > _SHOWN_IDS else "")
+    click.echo(f"would delete: {shown}", err=True)
+    days = "1 day" if plan.older_than_days == 1 else f"{plan.older_than_days:g} days"
+    question = (f"Delete {plural(len(plan.session_ids), 'ended session')} started more than {days} "
+                f"ago and their {plural(plan.messages, 'message')}? Their children are kept.")
+    if not click.confirm(question, default=False, err=True):
+        fail("prune cancelled; nothing was deleted", EXIT_PROBLEMS)
 
 
 def _human_prune(doc: dict[str, Any]) -> str:
@@ -305,5 +298,6 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
       hermes-state prune --older-than 30 --source telegram --yes --json
     """
     from hermes_state_tools.maintenance.prune import prune_file
-    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=_confirmer(yes)).as_dict()
+    doc = prune_file(settings().db, older_than, source, dry_run=dry_run,
+                     confirm=None if yes else _confirm).as_dict()
     emit(doc, _human_prune)

@@ -314,6 +314,11 @@ class CheckReport:
     def damaged(self) -> bool:
         return any(f.kind == "integrity" for f in self.findings)
 
+    @property
+    def sound(self) -> bool:
+        """The integrity step ran and found nothing: what opening.prove_sound asks before a write."""
+        return not self.damaged and all(name != "integrity" for name, _why in self.skipped)
+
     def as_dict(self) -> dict[str, Any]:
         return {"problems": [f.as_dict() for f in self.findings],
                 "skipped": [{"check": name, "reason": why} for name, why in self.skipped],

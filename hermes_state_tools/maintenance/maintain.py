@@ -78,14 +78,14 @@ def maintain_file(path: Path, progress: Steps | None = None) -> MaintainReport:
         repaired = repair_file(path, problems=checked.findings, progress=progress)
         repairs, backup = tuple(c.as_dict() for c in repaired.changes), repaired.backup
         unfixed = tuple(f.as_dict() for f in repaired.unfixed)
-    done = _optimize_and_vacuum(path, progress)
+    done = _optimize_and_vacuum(path, progress, checked.sound)
     return MaintainReport(str(path), checked, repairs, unfixed, done, before, file_bytes(path), backup)
 
 
-def _optimize_and_vacuum(path: Path, progress: Steps | None) -> Housekeeping:
+def _optimize_and_vacuum(path: Path, progress: Steps | None, proven: bool) -> Housekeeping:
     """Drop extra data left by sessions deleted elsewhere, optimize FTS, then VACUUM only when the
-    free pages are worth a rewrite."""
-    with writing(path) as (conn, runner):
+    free pages are worth a rewrite. `proven`: the check just now found the file sound."""
+    with writing(path, proven=proven) as (conn, runner):
         step(progress, "dropping stale extra data")
         dropped = runner.run(extras.drop_orphans)
         step(progress, "optimizing the search index")

@@ -44,7 +44,9 @@ def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: b
 
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
                confirm: Callable[[PrunePlan], None] | None = None) -> PruneReport:
-    """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction."""
+    """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction.
+
+    `confirm` sees the plan before anything is deleted (None: no one is asked, as with --yes)."""
     with reading(path) as conn:
         prove_sound(path)  # a damaged file is refused even when there is nothing to delete
         ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
@@ -59,6 +61,7 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
         confirm(plan)  # sees the plan before anything is deleted; raises to cancel
     if not ids:
         return _prune_report(plan, (), 0, False)
-    with writing(path) as (_conn, runner):
+    # Proven sound above, a moment ago unless someone was asked meanwhile (the answer may come much later).
+    with writing(path, proven=confirm is None) as (_conn, runner):
         deleted, messages = runner.run(lambda c: deleting.prune_confirmed(c, ids, older_than_days, source))
     return _prune_report(plan, deleted, messages, False)
