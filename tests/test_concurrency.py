@@ -5,9 +5,15 @@ from __future__ import annotations
 import multiprocessing
 import time
 
+import pytest
 import workers
+from page_damage import build_db
 
 from hermes_state_tools import SessionDB
+from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.store.opening import prove_sound
+from hermes_state_tools.store.read_open import open_for_reading, writer_arrived
 
 WRITERS = 4
 PER_WRITER = 150
@@ -68,3 +74,37 @@ def test_a_long_begin_immediate_in_another_process_only_delays_an_append(db_path
         assert waited >= 0.3
         assert [m["content"] for m in db.get_messages("shared")] == ["waited for the lock"]
         assert db.get_session("shared")["system_prompt"] == "held"
+
+
+def test_a_writer_that_came_and_went_during_an_immutable_look_is_noticed(db_path):
+    with SessionDB(db_path) as db:
+        db.create_session("s1", "cli")
+    conn = open_for_reading(db_path)
+    try:
+        assert conn.how == "immutable" and not writer_arrived(conn, db_path)
+        with SessionDB(db_path) as db:  # opens, writes, checkpoints on close and removes its -wal
+            db.append_message("s1", "user", "written during the look")
+        assert not sidecar_paths(db_path)[0].exists()
+        assert writer_arrived(conn, db_path)  # what the look read may be torn: a problem it saw is looked at again
+    finally:
+        conn.close()
+
+
+@pytest.mark.soak
+def test_short_lived_writers_never_make_a_sound_file_look_damaged(tmp_path):
+    path = build_db(tmp_path / "state.db", sessions=1500)
+    ready, stop = ctx.Event(), ctx.Event()
+    writer = ctx.Process(target=workers.come_and_go, args=(str(path), ready, stop))
+    writer.start()
+    try:
+        assert ready.wait(60)
+        deadline, looks = time.monotonic() + 60, 0
+        while time.monotonic() < deadline:
+            prove_sound(path)  # DamagedDatabaseError here is a torn read taken for damage
+            looks += 1
+            if looks % 5 == 0:
+                assert check_file(path) == []
+    finally:
+        stop.set()
+        writer.join(timeout=60)
+    assert writer.exitcode == 0 and looks > 50

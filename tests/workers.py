@@ -62,3 +62,23 @@ def hold_write_lock(path: str, seconds: float, ready: Any) -> None:
     time.sleep(seconds)
     conn.execute("COMMIT")
     conn.close()
+
+
+def come_and_go(path: str, ready: Any, stop: Any) -> None:
+    """A short-lived writer, over and over: open, write a batch (sessions and counters kept right),
+    close (the last connection checkpoints and removes the -wal), pause. A look that began while no
+    -wal existed is torn by the checkpoint, and no -wal is left to say a writer came."""
+    import random
+
+    from hermes_state_tools import SessionDB
+
+    rnd, batch = random.Random(3), 0
+    ready.set()
+    while not stop.is_set():
+        with SessionDB(path) as db:
+            sid = f"visit-{batch}"
+            db.create_session(sid, "cli")
+            for _ in range(20):
+                db.append_message(sid, "user", " ".join(f"word{rnd.randrange(5000)}" for _ in range(300)))
+        batch += 1
+        time.sleep(rnd.random() * 0.2)

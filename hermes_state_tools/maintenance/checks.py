@@ -31,7 +31,13 @@ from hermes_state_tools.core.schema import (
 from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
 from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
-from hermes_state_tools.store.opening import open_hermes, open_read_connection, require_database_file, writer_arrived
+from hermes_state_tools.store.opening import (
+    LOOKS,
+    open_hermes,
+    open_read_connection,
+    require_database_file,
+    writer_arrived,
+)
 from hermes_state_tools.store.wal_frames import find_break
 from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
@@ -334,8 +340,10 @@ def check_report(path: Path, quick: bool = False, progress: Steps | None = None)
     except DamagedDatabaseError as exc:  # a destroyed header: SQLite cannot open it at all
         return _unreadable(exc)
     report, again = _check_once(path, quick, progress)
-    if again:  # a writer opened the file during an immutable look: what looked damaged is checked again
-        report, _again = _check_once(path, quick, progress)
+    for _attempt in range(LOOKS - 1):  # a writer opened the file during an immutable look: a problem
+        if not again:                  # it saw may be a torn read, so the file is checked again
+            break
+        report, again = _check_once(path, quick, progress)
     # Committed frames past a damaged one, which SQLite never reads: the -wal's checksums read in
     # Python (about 25 ms per MB of WAL), left to the full check.
     hidden = None if quick else find_break(path)
@@ -356,7 +364,7 @@ def _check_once(path: Path, quick: bool, progress: Steps | None) -> tuple[CheckR
         newer = is_newer(version)
         findings, skipped = _run_in_two_threads(path, conn, quick, progress, newer)
         report = CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
-        return report, report.damaged and writer_arrived(conn, path)
+        return report, bool(report.findings) and writer_arrived(conn, path)
     finally:
         conn.close()
 

@@ -218,10 +218,15 @@ def damage_found(conn: sqlite3.Connection) -> str | None:
     return None if lines == ["ok"] else " ".join(lines[0].split())[:200]
 
 
+# How many times a look that saw a problem is made when writers keep tearing it (each arrival of a
+# short-lived writer during an immutable look; the next look, with the writer there, shares its WAL).
+LOOKS = 4
+
+
 def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]]) -> int | None:
     """The version `look` read, once the file it opened is sound (DamagedDatabaseError otherwise);
     looked at again when a writer arrived during an immutable look (a checkpoint may have torn it)."""
-    for _attempt in range(2):
+    for _attempt in range(LOOKS):
         conn, version = look()
         try:
             problem = damage_found(conn)

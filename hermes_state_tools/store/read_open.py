@@ -46,6 +46,7 @@ class ReadConnection(sqlite3.Connection):
     snapshot_dir: Path | None = None
     schema_damaged: str | None = None  # the parse error read around with writable_schema, if any
     how: str = "immutable"
+    opened_as: tuple[int, int, int] | None = None  # the main file's size, mtime and inode before an immutable look
 
     def close(self) -> None:
         super().close()
@@ -68,6 +69,14 @@ def _plan(path: Path) -> str:
     if shm.exists():
         return "ro"
     return "immutable" if wal.stat().st_size == 0 else "snapshot"
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def _connect(uri: str) -> ReadConnection:
@@ -109,7 +118,9 @@ def _open(path: Path, how: str) -> ReadConnection:
             raise
         conn.snapshot_dir = folder
     else:
+        identity = _identity(path)  # before the look: a checkpoint during it changes the file under it
         conn = _connect(f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if how == "immutable" else ""))
+        conn.opened_as = identity
     conn.how = how
     return conn
 
@@ -178,6 +189,7 @@ def open_own_pages(path: Path, folder: Path, mend: bool = False) -> tuple[ReadCo
 
 
 def writer_arrived(conn: ReadConnection, path: Path) -> bool:
-    """True when `conn` was an immutable look and a writer has opened the file since (a -wal exists
-    now): what it read may have been torn by a checkpoint, so damage it saw is looked at again."""
-    return conn.how == "immutable" and sidecar_paths(path)[0].exists()
+    """True when `conn` was an immutable look and a writer has opened the file since: a -wal exists
+    now, or the main file changed under the look (a writer came, checkpointed and left, removing its
+    -wal). What the look read may have been torn, so a problem it saw is looked at again."""
+    return conn.how == "immutable" and (sidecar_paths(path)[0].exists() or _identity(path) != conn.opened_as)
