@@ -24,17 +24,26 @@ def usable_id(session_id: str) -> bool:
     return bool(session_id.strip()) and not session_id.startswith(".")
 
 
-# A file copied beside its original by a file manager or a browser: "X (1)", "X - Copy", "X copy 2",
-# GNOME Files' "X (copy)", "X (another copy)", "X (3rd copy)", and a copy of a copy ("X - Copy - Copy",
-# "X (1) (1)"). Only when X has the shape of a Hermes session id (date_time_suffix) is the copy read as X.
-COPY_SUFFIX = r" \(\d+\)| - Copy(?: \(\d+\))?| copy(?: \d+)?| \((?:copy|another copy|\d+(?:st|nd|rd|th) copy)\)"
-_COPY_NAME = re.compile(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})+")
+# A file copied beside its original by a file manager, a browser or a sync client, in any language:
+# "X (1)", "X - Copy", "X - Kopie (2)", "X copy 2", "X Kopie", "X 2" (Finder), "X (Copy)", GNOME Files'
+# "X (another copy)" and "X (3rd copy)", "X_1", "X-1", "X.bak", "X.old", Dropbox's and Nextcloud's
+# "X (Ann's conflicted copy 2026-03-01)", Syncthing's "X.sync-conflict-20260301-090000-ABCDEFG",
+# OneDrive's "X-DESKTOP-4F2K1", and a copy of a copy ("X - Copy - Copy", "X (1) (1)"). Only when X
+# has the shape of a Hermes session id (date_time_hex, or cron_job_date_time) is the copy read as X:
+# no Hermes id goes on past that shape, so what follows it can only be a copy's mark.
+_COPY_WORD = ("(?:copy|kopie|copie|copia|c\u00f3pia|kopia|kopio|kopi|kopya|kopija|kopiran\u00fd|m\u00e1solat"
+              "|\u043a\u043e\u043f\u0438\u044f|\u043a\u043e\u043f\u0456\u044f|\u03b1\u03bd\u03c4\u03af\u03b3\u03c1\u03b1\u03c6\u03bf"
+              "|\u306e\u30b3\u30d4\u30fc|\u30b3\u30d4\u30fc|\u526f\u672c|\u590d\u5236|\ubcf5\uc0ac\ubcf8)")
+COPY_SUFFIX = (rf"(?i: \(\d+\)| \d+| - {_COPY_WORD}(?: \(\d+\))?| ?{_COPY_WORD}(?: \d+)?"
+               rf"| \((?:{_COPY_WORD}|another copy|\d+(?:st|nd|rd|th) copy)\)| \([^()]*conflicted copy[^()]*\)"
+               r"|[_-]\d+|\.(?:bak|backup|orig|old|copy)\d*|~|\.sync-conflict-[0-9A-Za-z-]+"
+               r"|-(?=[0-9A-Za-z-]*[A-Za-z])[0-9A-Za-z]+(?:-[0-9A-Za-z]+)*)")
+_SESSION_ID = r"\d{8}_\d{6}_[0-9A-Fa-f]{6,8}|cron_[0-9A-Za-z]+_\d{8}_\d{6}"
+_COPY_NAME = re.compile(rf"(?P<id>{_SESSION_ID})(?:{COPY_SUFFIX})+")
 
 
 def file_id(name_id: str) -> str:
     """The session id a file name gives: a copy's name gives its original's (see _COPY_NAME)."""
-    if " " not in name_id:  # every copy's suffix starts with a space; the pattern costs more than this
-        return name_id
     match = _COPY_NAME.fullmatch(name_id)
     return match.group("id") if match else name_id
 

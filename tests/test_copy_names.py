@@ -17,7 +17,14 @@ from hermes_state_tools.importers.build import COPY_SUFFIX, file_id
 
 SID = "20260301_090000_3f9a2c7e"
 SUFFIXES = (" (1)", " (12)", " - Copy", " - Copy (2)", " copy", " copy 3", " (copy)", " (another copy)",
-            " (3rd copy)", " (11th copy)", " - Copy - Copy", " (1) (1)", " - Copy (2) - Copy", " copy copy 2")
+            " (3rd copy)", " (11th copy)", " - Copy - Copy", " (1) (1)", " - Copy (2) - Copy", " copy copy 2",
+            # other languages, other file managers and sync clients
+            " - Kopie", " - Kopie (2)", " - Copie", " - Copia", " - C\u00f3pia", " - Kopia",
+            " - \u041a\u043e\u043f\u0438\u044f", " - \u30b3\u30d4\u30fc", " \u306e\u30b3\u30d4\u30fc",
+            " - \u526f\u672c",
+            " Kopie", " copia 2", " 2", " (Copy)",
+            "_1", "-1", ".bak", ".old", "~", " (Ann's conflicted copy 2026-03-01)",
+            " (conflicted copy 2026-03-01 090000)", ".sync-conflict-20260301-090000-ABCDEF7", "-DESKTOP-4F2K1")
 
 
 def _lines(*contents: str) -> bytes:
@@ -49,6 +56,27 @@ def test_copies_of_a_transcript_come_in_once(tmp_path):
     assert not [p for p in doc["problems"] if p["kind"] == "session_id_mismatch"]
     again_code, again = import_json(db, folder)
     assert again_code == 0 and again["messages_imported"] == 0 and again["sessions_updated"] == 0
+
+
+_ENGLISH = 14  # SUFFIXES up to here are English file managers' own
+
+
+def test_copies_made_in_any_language_or_by_a_sync_client_come_in_once(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / f"{SID}.jsonl").write_bytes(_lines("hello", "hi there"))
+    for n, suffix in enumerate(SUFFIXES[_ENGLISH:]):
+        more = ("hello", "hi there", "one more") if n % 5 == 0 else ("hello", "hi there")
+        (folder / f"{SID}{suffix}.jsonl").write_bytes(_lines(*more))
+    cron = "cron_a1b2c3d4e5f6_20260301_090000"
+    (folder / f"{cron}.jsonl").write_bytes(_lines("run the report"))
+    (folder / f"{cron} - Kopie.jsonl").write_bytes(_lines("run the report"))
+    db = tmp_path / "state.db"
+    code, doc = import_json(db, folder)
+    assert code == 0, doc["problems"]
+    assert sorted(sessions(db)) == [SID, cron]
+    assert [m["content"] for m in messages(db, SID)] == ["hello", "hi there", "one more"]
+    assert len([p for p in doc["problems"] if p["kind"] == "copy_name"]) == len(SUFFIXES[_ENGLISH:]) + 1
 
 
 def test_a_name_that_only_looks_like_a_copy_keeps_its_id(tmp_path):
@@ -100,5 +128,3 @@ def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, su
     assert name_id(path.name, name_shape(path.name)) == expected
     assert name_id(os.path.basename(str(path)), shape) == expected
     assert jsonl._stem(str(path)) == jsonl._stem(path) == path.stem  # read_plain's id, of a name as text
-    copy = re.fullmatch(rf"(?P<id>\d{{8}}_\d{{6}}_[0-9A-Za-z]+)(?:{COPY_SUFFIX})+", text)
-    assert file_id(text) == (copy.group("id") if copy else text)  # the pattern is skipped for names without a space
