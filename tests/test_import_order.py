@@ -72,6 +72,26 @@ def test_parent_links_that_would_close_a_cycle_are_refused(tmp_path: Path) -> No
         assert {s["id"]: s["parent_session_id"] for s in db.search_sessions()} == {"A": None, "B": "A", "C": None}
 
 
+def test_a_re_run_never_makes_the_link_the_first_run_refused(tmp_path: Path) -> None:
+    _export_lines(tmp_path / "e.jsonl", [("A", "B"), ("B", "A")])
+    import_paths(tmp_path / "state.db", [tmp_path / "e.jsonl"])
+    again = import_paths(tmp_path / "state.db", [tmp_path / "e.jsonl"])
+    assert (again.sessions_created, again.sessions_updated, again.problems) == (0, 0, [])
+    with SessionDB(tmp_path / "state.db") as db:
+        assert {s["id"]: s["parent_session_id"] for s in db.search_sessions()} == {"A": None, "B": "A"}
+
+
+def test_a_link_into_a_stored_lineage_that_would_close_a_cycle_is_refused(tmp_path: Path) -> None:
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session("B", "cli")
+        db.create_session("A", "cli", parent_session_id="B")
+    _export_lines(tmp_path / "e.jsonl", [("B", "A")])  # an older copy that says B came from A
+    stats = import_paths(tmp_path / "state.db", [tmp_path / "e.jsonl"])
+    assert [(p.kind, p.file) for p in stats.problems] == [("parent_cycle", "session B")]
+    with SessionDB(tmp_path / "state.db") as db:
+        assert {s["id"]: s["parent_session_id"] for s in db.search_sessions()} == {"A": "B", "B": None}
+
+
 def test_a_later_import_never_relinks_what_it_did_not_write(tmp_path: Path) -> None:
     _export_lines(tmp_path / "e.jsonl", [("A", "B"), ("B", None)])
     import_paths(tmp_path / "state.db", [tmp_path / "e.jsonl"])

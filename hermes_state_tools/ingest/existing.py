@@ -12,7 +12,7 @@ from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.ingest.align import durable_text, message_key
 from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
 from hermes_state_tools.ingest.redaction import has_mask
-from hermes_state_tools.tables import extras
+from hermes_state_tools.tables import extras, lineage
 
 Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
 
@@ -67,11 +67,14 @@ def load_existing(conn: sqlite3.Connection, session_id: str, texts: bool = False
 
 
 def _parked_parent(conn: sqlite3.Connection, session_id: str) -> str | None:
-    """The parent link the writer kept aside for this session, while that parent is still missing."""
+    """The parent link the writer kept aside for this session, while that parent is still missing or
+    the link would close a lineage cycle (a re-run must not make the link the first run refused)."""
     parked = extras.session_extra(conn, session_id).get("parent_session_id")
     if not isinstance(parked, str):
         return None
-    return None if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parked,)).fetchone() else parked
+    if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parked,)).fetchone():
+        return parked
+    return parked if lineage.closes_cycle(conn, session_id, parked) else None
 
 
 def fingerprint(conn: sqlite3.Connection, session_id: str) -> Fingerprint:

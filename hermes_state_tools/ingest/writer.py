@@ -102,6 +102,9 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared, problems: list[
         # The parent may come later in this import: the link is kept in extra data and restored
         # by the final pass (or by a re-run, which fills NULL fields).
         row["parent_session_id"], extra = None, {"parent_session_id": parent, **extra}
+    elif parent is not None and lineage.closes_cycle(conn, plan.session_id, parent):
+        # Kept aside too: the final pass finds it still closes a cycle, and says so.
+        row["parent_session_id"], extra = None, {"parent_session_id": parent, **extra}
     row = session_values(plan, row)
     if plan.create:
         names = ", ".join(row)
@@ -380,7 +383,7 @@ def restore_parent_links(conn: sqlite3.Connection, session_ids: list[str]) -> li
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone() is None:
             problems.append(Problem(f"session {session_id}", None, "missing_parent",
                                     f"parent session {parent} is not in the database; the link is kept in extra data"))
-        elif parent == session_id or session_id in lineage.ancestors(conn, parent):
+        elif lineage.closes_cycle(conn, session_id, parent):
             problems.append(Problem(f"session {session_id}", None, "parent_cycle",
                                     f"linking to parent {parent} would close a lineage cycle; kept in extra data"))
         else:
