@@ -214,3 +214,24 @@ def test_a_swap_killed_between_its_renames_gets_its_wal_back_on_the_next_run(tmp
         assert conn.execute("SELECT COUNT(*) FROM sessions WHERE id = 'only-in-the-wal'").fetchone() == (1,)
     finally:
         conn.close()
+
+
+def test_an_import_killed_after_placing_its_new_file_leaves_a_link_the_next_import_removes(tmp_path):
+    """A build placed by hard link and killed before it unlinked its temporary name: the database is
+    whole, and the second name (the same bytes) goes with the next import into it."""
+    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+    os.link(db, tmp_path / "state.db.hermes-tmp-import-999999")  # pid 999999: not running
+    home = tmp_path / "sessions"
+    home.mkdir()
+    (home / "20260301_090000_3f9a2c7e.jsonl").write_text('{"role": "user", "content": "hello"}\n')
+    assert run("--db", db, "import-jsonl", home).returncode == 0
+    assert listing(tmp_path) == ["sessions", "state.db"]
+    assert rows_of(db) == 5 * 3 + 1
+
+
+def rows_of(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    finally:
+        conn.close()

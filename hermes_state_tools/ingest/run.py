@@ -28,6 +28,7 @@ from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_li
 from hermes_state_tools.ingest.worker import found_by, local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
+from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store
 from hermes_state_tools.store.opening import (
     open_read_connection,
@@ -236,6 +237,7 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
     require_sound(db_path)  # supported and sound, in one look
     if not (os.access(db_path, os.W_OK) and os.access(db_path.parent, os.W_OK)):
         raise read_only_refusal(db_path)  # SQLite would open it read-only, leave a -wal and fail the first write
+    remove_stale_temps(db_path.parent)  # a killed run's leftovers (a build placed, then killed before unlinking)
     return True
 
 
