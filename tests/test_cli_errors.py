@@ -256,3 +256,18 @@ def test_a_stored_time_no_calendar_shows_survives_an_export_round_trip(store: Pa
     second = tmp_path / "second.jsonl"
     assert cli("--db", again, "export", "-o", second).exit_code == 0
     assert first.read_bytes() == second.read_bytes()
+
+
+@pytest.mark.parametrize("args", [["sessions", "show", "s1"], ["sessions", "list"], ["export"]])
+def test_text_that_is_not_utf8_is_a_damaged_file_not_a_bug(tmp_path: Path, args: list[str]) -> None:
+    db_path = tmp_path / "state.db"
+    with SessionDB(db_path) as db:
+        db.create_session("s1", "cli")
+        db.append_message("s1", "user", "hello")
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("UPDATE messages SET content = CAST(x'68ff6c6c6f' AS TEXT)")  # as a destroyed page leaves it
+    conn.close()
+    result = CliRunner().invoke(main, ["--db", str(db_path), *args])
+    assert result.exit_code == 65, result.output
+    assert "not UTF-8" in result.stderr and "recover" in result.stderr and "internal error" not in result.stderr

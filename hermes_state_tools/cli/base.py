@@ -26,6 +26,7 @@ from hermes_state_tools.core.connection import (
     is_corrupt,
     is_io_error,
     is_lock_error,
+    is_undecodable,
     result_code,
 )
 from hermes_state_tools.core.progress import Steps
@@ -82,7 +83,7 @@ def exit_code_for(exc: BaseException) -> int:
     if is_io_error(exc):
         return EXIT_IO
     if isinstance(exc, sqlite3.Error):
-        if is_corrupt(exc):
+        if is_corrupt(exc) or is_undecodable(exc):
             return EXIT_DAMAGED
         if is_lock_error(exc):
             return EXIT_LOCKED
@@ -272,6 +273,9 @@ class ToolGroup(click.Group):
             code = exit_code_for(exc)
             state = ctx.find_object(Settings)
             line = error_line(exc, state.db if state else None)
+            if is_undecodable(exc):
+                line += ("; no Hermes writes text that is not UTF-8 (a damaged page, or another program wrote it): "
+                         "`hermes-state recover DEST` copies every row, such text with U+FFFD")
             if code == EXIT_BUG:
                 line = (f"internal error, a bug in hermes-state ({type(exc).__name__}: {line}); "
                         "nothing was half-written; re-run with --debug to see the traceback")

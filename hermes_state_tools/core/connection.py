@@ -52,6 +52,12 @@ def is_corrupt(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc)  # pragma: no cover - Python < 3.11
 
 
+def is_undecodable(exc: BaseException) -> bool:
+    """True for the error Python's sqlite3 raises on reading TEXT that is not UTF-8: no Hermes writes
+    such bytes (a destroyed overflow page, or another program wrote them)."""
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("Could not decode to UTF-8")
+
+
 def is_io_error(exc: BaseException) -> bool:
     """True when the disk failed under SQLite or the OS: full, quota, an I/O error (exit 74)."""
     if isinstance(exc, OSError):
