@@ -108,6 +108,7 @@ def test_maintain_json_reports_the_damage_and_exits_65(pristine, tmp_path):
     path = damaged_copy(pristine, tmp_path, "messages")
     code, doc = cli_json("--db", path, "maintain", "--no-progress")
     assert code == 65 and doc["damaged"] and not doc["ok"]
+    assert "damaged" in doc["error"] and "recover" in doc["error"]  # what every --json failure holds
     assert [p["object"] for p in doc["check"]["problems"] if p["kind"] == "integrity"] == ["messages"]
 
 

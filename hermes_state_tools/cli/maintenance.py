@@ -243,9 +243,10 @@ def maintain(as_json: bool) -> None:
     with step_bar("maintain") as progress:
         from hermes_state_tools.maintenance.maintain import maintain_file
         doc = maintain_file(settings().db, progress).as_dict()
-    emit(doc, _human_maintain)
-    if doc["damaged"]:
-        fail(f"{doc['path']}: {DAMAGED_REFUSAL}", EXIT_DAMAGED, json_document=False)
+    refusal = f"{doc['path']}: {DAMAGED_REFUSAL}" if doc["damaged"] else None
+    emit(doc if refusal is None else {**doc, "error": refusal}, _human_maintain)  # a failure's JSON names it
+    if refusal is not None:
+        fail(refusal, EXIT_DAMAGED, json_document=False)
     _exit_unless(doc["ok"])
 
 
