@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
 
@@ -152,3 +153,37 @@ def test_dry_run_counts_the_fields_a_save_file_adds_to_messages_the_run_inserts(
         with SessionDB(db) as store:
             assert [(m["reasoning"], m["finish_reason"]) for m in store.get_messages(SID)] == [
                 (None, None), ("why", "stop")]
+
+
+def _jsonl(path: Path, contents: list[str], first: int = 0) -> None:
+    path.write_text("".join(json.dumps({"role": "user" if n % 2 == 0 else "assistant", "content": text,
+                                        "timestamp": f"2026-01-01T00:{first + n:02d}:00"}) + "\n"
+                            for n, text in enumerate(contents)))
+
+
+def test_an_imported_session_ends_at_the_last_message_a_later_import_adds(tmp_path: Path) -> None:
+    early, late = tmp_path / "early", tmp_path / "late"
+    early.mkdir()
+    late.mkdir()
+    _jsonl(early / f"{SID}.jsonl", ["a", "b"])
+    _jsonl(late / f"{SID}.jsonl", ["a", "b", "c", "d"])  # the same session, copied later
+    import_paths(tmp_path / "state.db", [early], tz=timezone.utc)
+    stats = import_paths(tmp_path / "state.db", [late], tz=timezone.utc)
+    assert stats.messages_imported == 2
+    with SessionDB(tmp_path / "state.db") as db:
+        session, messages = db.get_session(SID), db.get_messages(SID)
+    assert session["end_reason"] == "imported" and session["ended_at"] == messages[-1]["timestamp"]
+    assert session["ended_at"] == datetime(2026, 1, 1, 0, 3, tzinfo=timezone.utc).timestamp()
+
+
+def test_a_session_hermes_ended_keeps_its_end_when_an_import_adds_to_it(tmp_path: Path) -> None:
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session(SID, "cli")
+        db.end_session(SID, "user_exit")
+        ended = db.get_session(SID)["ended_at"]
+    _jsonl(tmp_path / f"{SID}.jsonl", ["a", "b"], first=0)
+    import_paths(tmp_path / "state.db", [tmp_path / f"{SID}.jsonl"])
+    with SessionDB(tmp_path / "state.db") as db:
+        session = db.get_session(SID)
+        assert (session["ended_at"], session["end_reason"]) == (ended, "user_exit")
+        assert len(db.get_messages(SID)) == 2

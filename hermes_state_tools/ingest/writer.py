@@ -22,6 +22,7 @@ from hermes_state_tools.core.words import plural
 from hermes_state_tools.ingest.existing import fingerprint
 from hermes_state_tools.ingest.merge_copies import MASKED_KEY
 from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
+from hermes_state_tools.ingest.session_row import IMPORTED_END_REASON
 from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
 from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
 
@@ -198,6 +199,7 @@ class _BatchWriter:
         self.written: list[Written] = []
         self.stale: list[Shell] = []
         self.recount: list[str] = []
+        self.extended: list[str] = []  # stored sessions that gained messages
         self.staged = _StagedRun(conn)
         self.creates: dict[str, Prepared] = {}  # plain creates not written yet, in batch order
 
@@ -237,6 +239,8 @@ class _BatchWriter:
         # SQLite's own JSON functions count those exactly as the recount does).
         if not item.create or item.tool_calls is None:
             self.recount.append(item.session_id)
+        if not item.create and item.message_count:
+            self.extended.append(item.session_id)
 
     def flush_creates(self) -> None:
         """Write the pending plain creates: one query finds those another process created meanwhile
@@ -363,7 +367,18 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
                      (writer.first_id,))
         conn.execute(TRIGGERS[_INSERT_TRIGGER])
     counters.recount(conn, writer.recount)
+    _end_imported_at_their_last_message(conn, writer.extended)
     return result
+
+
+def _end_imported_at_their_last_message(conn: sqlite3.Connection, session_ids: list[str]) -> None:
+    """A session an earlier import created ended at its last message then; messages a later import
+    adds after it move its end there too. Any other session keeps its end (an import never closes
+    or reopens a live one)."""
+    conn.executemany(
+        "UPDATE sessions SET ended_at = (SELECT MAX(timestamp) FROM messages WHERE session_id = ?1) "
+        "WHERE id = ?1 AND end_reason = ?2 AND ended_at < (SELECT MAX(timestamp) FROM messages WHERE session_id = ?1)",
+        ((sid, IMPORTED_END_REASON) for sid in session_ids))
 
 
 def restore_parent_links(conn: sqlite3.Connection, session_ids: list[str]) -> list[Problem]:
