@@ -106,6 +106,8 @@ def test_a_damaged_frame_hides_later_commits_check_says_so_and_writes_refuse(cra
     assert result.exit_code == 1
     problems = json.loads(result.stdout)["problems"]
     assert [p["kind"] for p in problems] == ["integrity"] and "-wal" in problems[0]["detail"]
+    backup = cli("--db", db, "backup", tmp_path / "copy.db")  # a copy would silently lack the later commits
+    assert backup.exit_code == 65 and "recover" in backup.stderr and not (tmp_path / "copy.db").exists()
     for command in (["vacuum"], ["rebuild-fts"], ["repair"]):
         refused = cli("--db", db, *command, "--no-progress")
         assert refused.exit_code == 65, (command, refused.stderr)

@@ -41,6 +41,7 @@ from hermes_state_tools.store.opening import (
     require_supported,
     schema_change_pending,
 )
+from hermes_state_tools.store.wal_frames import SCAN_BEFORE_WRITE, find_break
 
 __all__ = [
     "BackupError",
@@ -133,6 +134,8 @@ def _copy(source: Path, tmp: Path) -> tuple[int, int]:
 def backup_database(source: Path, dest: Path) -> BackupResult:
     """Copy `source` to `dest` (0600) while other processes keep using it; verified before it appears."""
     require_new_destination(dest)
+    if (hidden := find_break(source, SCAN_BEFORE_WRITE)) is not None:  # a copy would silently lack them
+        raise DamagedDatabaseError(source, f"{hidden.detail()}; `recover` reads past the damage")
     dest.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(dest.parent)
     tmp = temp_beside(dest, "backup")
