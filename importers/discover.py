@@ -58,9 +58,11 @@ def discover_names(paths: Iterable[Path],
     wanted = [Path(path) for path in paths]
     # One profile may be imported (into its own database); two or more named together would mix
     # homes that each have their own database: each is skipped with the command to import it alone.
+    # A profile named beside another home (its own, whose database the import writes) is one of two.
     profiles = {_real(str(path)) for path in wanted if path.is_dir() and is_profile(path)}
+    homes = {_real(str(path)) for path in wanted if path.is_dir() and is_home(path)}
     for path in wanted:
-        if len(profiles) > 1 and _real(str(path)) in profiles:
+        if len(homes) > 1 and _real(str(path)) in profiles:
             problem = _profile_skipped(path)
             problems.setdefault((_real(problem.file), problem.kind), problem)
             continue

@@ -190,6 +190,8 @@ def _profile_home(root: Path) -> Path:
     (["home/profiles"], [], ["play", "work"]),                        # each profile inside is one home
     (["home/profiles/work"], ["bbbb0001"], []),                       # one profile alone: read
     (["home/profiles/work", "home/profiles/play"], [], ["play", "work"]),  # two named together: neither
+    (["home", "home/profiles/work"], ["aaaa0001"], ["play", "work"]),  # a profile beside its home: not mixed in
+    (["home/profiles/work", "home/sessions"], ["bbbb0001", "aaaa0001"], []),  # a plain folder beside one: read
 ])
 def test_profiles_are_never_read_together(tmp_path: Path, named: list[str], files: list[str],
                                           skipped: list[str]) -> None:
