@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -127,6 +128,8 @@ def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem
     for sub in HOME_FOLDERS:
         if (home / sub).is_dir():
             yield from _folder(home / sub, seen)
+    for kept in _kept_copies(home):
+        yield from _folder(kept, seen)
     if nested and (home / "state.db").is_file():
         # A home found inside a folder the user named (a copy of another machine's ~/.hermes).
         db = shlex.quote(str(home / "state.db"))
@@ -144,6 +147,20 @@ def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem
     for profile in names:
         # Each profile has its own state.db: mixing its sessions into this one would be wrong.
         yield _profile_skipped(profile)
+
+
+# A copy a person kept beside a home's own folders: sessions.bak/, old_sessions/, backup/2026-03/...
+# (its transcripts merge with the originals, nothing twice). The home's other folders (skills,
+# memories, caches, the hermes-agent/ code with its test data) are not transcripts.
+_KEPT_COPY = re.compile(r"sess|bak|backup|old|copy|archive", re.IGNORECASE)
+
+
+def _kept_copies(home: Path) -> list[Path]:
+    try:
+        return sorted(entry for entry in home.iterdir() if entry.name not in HOME_FOLDERS
+                      and _KEPT_COPY.search(entry.name) and entry.is_dir())
+    except OSError:
+        return []  # a home this user may not list: its own folders were read (or reported) already
 
 
 def _profile_skipped(profile: Path) -> Problem:

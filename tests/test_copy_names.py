@@ -128,3 +128,17 @@ def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, su
     assert name_id(path.name, name_shape(path.name)) == expected
     assert name_id(os.path.basename(str(path)), shape) == expected
     assert jsonl._stem(str(path)) == jsonl._stem(path) == path.stem  # read_plain's id, of a name as text
+
+
+def test_a_copy_kept_beside_a_homes_sessions_folder_comes_in_once(tmp_path):
+    home = tmp_path / "hermes"
+    (home / "sessions").mkdir(parents=True)
+    (home / "sessions.bak").mkdir()
+    (home / "sessions" / f"{SID}.jsonl").write_bytes(_lines("hello", "hi there", "one more"))
+    (home / "sessions.bak" / f"{SID}.jsonl").write_bytes(_lines("hello", "hi there"))
+    (home / "sessions.bak" / "20260201_090000_0a0b0c0d.jsonl").write_bytes(_lines("only in the copy"))
+    db = tmp_path / "state.db"
+    code, doc = import_json(db, home)
+    assert code == 0, doc["problems"]
+    assert sorted(sessions(db)) == ["20260201_090000_0a0b0c0d", SID]
+    assert [m["content"] for m in messages(db, SID)] == ["hello", "hi there", "one more"]
