@@ -228,4 +228,10 @@ def _file(path: str, is_file: bool, real: str | None = None, name: str | None = 
         yield (real or _real(path)), path
         return
     what = next((w for p, s, w in NOISE if name.startswith(p) and name.endswith(s)), None)
+    if what is None and not is_file and name_shape(name) is not None and _dangling(path):
+        what = f"a symbolic link to {os.readlink(path)!r}, which does not exist"
     yield Problem(path, None, "skipped_file", f"{what or 'not a transcript file'}; not read")
+
+
+def _dangling(path: str) -> bool:
+    return os.path.islink(path) and not os.path.exists(path)

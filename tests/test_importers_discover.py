@@ -241,3 +241,10 @@ def test_found_names_are_spelled_as_path_joins_spell_them(tmp_path: Path, monkey
     assert names == [str(p) for p in expected]
     assert discover([root]) == (expected, problems)
     assert [p.file for p in problems] == [str(root / "notes.txt")]
+
+
+def test_a_link_to_a_transcript_that_is_gone_says_so(tmp_path: Path) -> None:
+    (tmp_path / "20260301_100000_aaaa0001.jsonl").symlink_to(tmp_path / "moved" / "20260301_100000_aaaa0001.jsonl")
+    files, problems = discover([tmp_path])
+    assert files == [] and [(p.kind, p.failure) for p in problems] == [("skipped_file", False)]
+    assert "does not exist" in problems[0].detail and "moved" in problems[0].detail
