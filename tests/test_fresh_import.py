@@ -253,9 +253,10 @@ class Corpus:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """300 transcripts, 36,000 messages: an import of several seconds, long enough to interrupt."""
+    """1,000 transcripts, 120,000 messages: an import of a second or more (0.6 s for 300 on an idle
+    machine was too short to interrupt reliably on a busy one)."""
     root = tmp_path_factory.mktemp("fresh")
-    written = write_corpus(root / "corpus", 300, 120)
+    written = write_corpus(root / "corpus", 1000, 120)
     reference = _created_empty(root / "reference.db")
     assert import_paths(reference, [root / "corpus"]).sessions_created == len(written)
     return Corpus(root / "corpus", len(written), reference)
