@@ -538,3 +538,42 @@ def test_a_file_damaged_while_prune_waits_for_its_answer_is_refused(pristine, tm
     result = cli("--db", path, "prune", "--older-than", "30")
     assert result.exit_code == 65 and "recover" in result.stderr, result.stderr
     assert len(rows(path, "SELECT id FROM sessions")) == 120
+
+
+def _zero_the_last_page_of_an_overflow_chain(path: Path) -> None:
+    """Zeros over the last page of one long message's overflow chain: a well-formed end of the chain
+    (its next-page number 0); the row's last values (its timestamp) read 0, its text ends in zeros."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        chains: dict[str, list[tuple[str, int]]] = {}
+        for page, where in conn.execute("SELECT pageno, path FROM dbstat WHERE name = 'messages' "
+                                        "AND pagetype = 'overflow'"):
+            chains.setdefault(where.split("+")[0], []).append((where, page))
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    chain = sorted(next(c for c in chains.values() if len(c) >= 3))
+    with open(path, "r+b") as handle:
+        handle.seek((chain[-1][1] - 1) * size)
+        handle.write(bytes(size))
+
+
+def test_a_zeroed_overflow_page_is_canonical_damage_repair_never_blesses(tmp_path):
+    path = build_db(tmp_path / "state.db", sessions=6, per_session=4, size=12000)
+    before = rows(path, ALL_MESSAGES)
+    _zero_the_last_page_of_an_overflow_chain(path)
+    conn = sqlite3.connect(path)
+    # SQLite sees an index that disagrees with the row, not which of the two changed.
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("row 1 missing from index idx_messages_session",)]
+    conn.close()
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    found = [p for p in doc["problems"] if p["kind"] == "integrity"]
+    assert found and all((p["object"], p["data"]) == ("messages", "canonical") for p in found), found
+    assert "row 1 of messages itself reads zeros" in found[0]["detail"]
+    digest = sha256(path)
+    for args in (["repair"], ["maintain"]):
+        assert cli_json("--db", path, *args)[0] == 65
+    assert sha256(path) == digest
+    damaged = [r for r, b in zip(rows(path, ALL_MESSAGES), before, strict=True) if r != b]
+    assert len(damaged) == 1 and damaged[0][3].endswith("\0")

@@ -23,6 +23,7 @@ CANONICAL_TABLES = frozenset({"sessions", "messages", "schema_version", "sqlite_
 _MAX_LINES = 100
 _PAGE = re.compile(r"(?:Page|On tree page|page) (\d+)")
 _NAMED = re.compile(r"(?:index|in) ([A-Za-z_][A-Za-z0-9_]*)")
+_NOT_INDEXED = re.compile(r"row (\d+) missing from index ([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,51 @@ def _owner(conn: sqlite3.Connection, line: str, objects: dict[str, str]) -> str 
     return None
 
 
+def written_text(raw: bytes) -> bool:
+    """Whether stored text is what a writer could have written: no zero byte, valid UTF-8 (Hermes
+    writes Python strings; zeros and stray bytes are what a destroyed page leaves)."""
+    if b"\0" in raw:
+        return False
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
+    """'row N missing from index I' says the row and its index entry differ, not which one changed. The
+    last page of a long row's overflow chain, zeroed (a well-formed end of the chain), changes the row:
+    its last values (the indexed timestamp) read 0 and its text ends in zero bytes. Then the table's
+    rows are damaged (canonical), and a rebuild of the index would make the destroyed row its truth."""
+    match = _NOT_INDEXED.search(line)
+    if match is None:
+        return None
+    rowid, index = int(match.group(1)), match.group(2)
+    try:
+        found = conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?",
+                             (index,)).fetchone()
+        if found is None:
+            return None
+        table = str(found[0])
+        columns = [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
+        indexed = {str(row[2]) for row in conn.execute(f'PRAGMA index_info("{index}")')}
+        both = ", ".join(f'CAST("{c}" AS BLOB), "{c}"' for c in columns)
+        values = conn.execute(f'SELECT {both} FROM "{table}" NOT INDEXED WHERE rowid = ?', (rowid,)).fetchone()
+    except sqlite3.DatabaseError as exc:
+        if not is_corrupt(exc):
+            raise
+        return None
+    if values is None:
+        return None
+    pairs = zip(columns, values[0::2], values[1::2], strict=True)
+    if not any((isinstance(raw, bytes) and not written_text(raw)) or (name in indexed and value == 0.0
+               and isinstance(value, float)) for name, raw, value in pairs):
+        return None
+    return Damage(table, "canonical", f"{line}: row {rowid} of {table} itself reads zeros or stray bytes where "
+                                      "its values were (a destroyed page of it)")
+
+
 def _rows_readable(conn: sqlite3.Connection, table: str) -> bool:
     """A full scan of the table's own b-tree (no index) reads every row."""
     try:
@@ -134,6 +180,9 @@ def diagnose(conn: sqlite3.Connection, quick: bool = False) -> list[Damage]:
             shown = ", ".join(map(str, pages[:5])) + (f", ... ({len(pages)} pages)" if len(pages) > 5 else "")
             found.append(Damage(name, classify(name, objects), f"page {shown} destroyed"))
     for line in lines:
+        if (destroyed := _destroyed_row(conn, line)) is not None:
+            found.append(destroyed)
+            continue
         owner = _owner(conn, line, objects)
         found.append(Damage(owner or "file structure", classify(owner, objects) if owner else "derived", line))
     if error is not None and not any(d.name in objects for d in found):
