@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import sqlite3
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -21,6 +22,13 @@ LEGACY = ROOT / "fixtures" / "legacy"
 LEGACY_HOME = ROOT / "fixtures" / "legacy-home"
 HOME_SESSIONS = LEGACY_HOME / "sessions"
 EXTRA_TABLES = ("hst_session_extra", "hst_message_extra")
+
+
+def interruptible() -> None:
+    """preexec_fn of a child a test sends SIGINT: Ctrl-C as a terminal delivers it, even when the test run
+    itself was started in the background (a shell without job control starts `&` jobs with SIGINT ignored,
+    and children inherit that; Python then never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli(*args: Any) -> Result:

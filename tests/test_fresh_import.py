@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from import_helpers import LEGACY_HOME, ROOT, content, fts_in_sync, write_corpus
+from import_helpers import LEGACY_HOME, ROOT, content, fts_in_sync, interruptible, write_corpus
 from test_import import wait_until_group_gone
 from test_odd_files import small_disk  # noqa: F401 (a fixture)
 
@@ -253,10 +253,9 @@ class Corpus:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """1,000 transcripts, 120,000 messages: an import of a second or more (0.6 s for 300 on an idle
-    machine was too short to interrupt reliably on a busy one)."""
+    """300 transcripts, 36,000 messages: an import long enough to interrupt once its build has begun."""
     root = tmp_path_factory.mktemp("fresh")
-    written = write_corpus(root / "corpus", 1000, 120)
+    written = write_corpus(root / "corpus", 300, 120)
     reference = _created_empty(root / "reference.db")
     assert import_paths(reference, [root / "corpus"]).sessions_created == len(written)
     return Corpus(root / "corpus", len(written), reference)
@@ -296,7 +295,7 @@ def test_ctrl_c_during_a_first_import_leaves_nothing(tmp_path, corpus):
     db, scratch = tmp_path / "state.db", tmp_path / "tmp"
     scratch.mkdir()
     process = subprocess.Popen(_command(db, corpus.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True, env=_env(scratch))
+                               start_new_session=True, env=_env(scratch), preexec_fn=interruptible)
     _started_build(process, tmp_path)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
     out, err = process.communicate(timeout=60)

@@ -25,6 +25,7 @@ from import_helpers import (
     connect,
     content,
     fts_in_sync,
+    interruptible,
     message_extras,
     messages,
     query,
@@ -674,8 +675,12 @@ def test_ctrl_c_stops_the_import_cleanly(tmp_path, corpus):
     scratch.mkdir()
     SessionDB(db).close()  # an existing store keeps the batches committed (test_fresh_import.py: a new file)
     process = subprocess.Popen(import_command(db, corpus.folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
-    time.sleep(min(1.0, corpus.seconds / 2))
+                               start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)},
+                               preexec_fn=interruptible)
+    wal = db.with_name(db.name + "-wal")
+    while not (wal.exists() and wal.stat().st_size > 2**18):  # its first batches are in: it is mid-import
+        assert process.poll() is None, "the import ended before it could be interrupted"
+        time.sleep(0.005)
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=60)
     wait_until_group_gone(process.pid)
