@@ -187,3 +187,22 @@ def test_a_session_hermes_ended_keeps_its_end_when_an_import_adds_to_it(tmp_path
         session = db.get_session(SID)
         assert (session["ended_at"], session["end_reason"]) == (ended, "user_exit")
         assert len(db.get_messages(SID)) == 2
+
+
+def test_a_short_reply_said_twice_is_matched_with_the_stored_one_of_its_time(tmp_path: Path) -> None:
+    """The database holds only the latest turn of an old session (an "ok"); the transcript holds the
+    whole history, where "ok" was also said before. The stored "ok" is the later one: the history
+    goes in before it, at its own times, and no stored row moves."""
+    db_path = tmp_path / "state.db"
+    late = datetime(2026, 1, 1, 0, 10, tzinfo=timezone.utc).timestamp()
+    _stored(db_path, ["ok"], [late])
+    lines = [("user", "ok", "01:00"), ("assistant", "noted", "02:00"), ("user", "ok", "10:00")]
+    (tmp_path / f"{SID}.jsonl").write_text("".join(
+        json.dumps({"role": role, "content": text, "timestamp": f"2026-01-01T00:{at}"}) + "\n"
+        for role, text, at in lines))
+    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
+    with SessionDB(db_path) as db:
+        stored = db.get_messages(SID)
+    assert [(m["role"], m["content"]) for m in stored] == [(role, text) for role, text, _ in lines]
+    assert [m["timestamp"] for m in stored] == [late - 540, late - 480, late]
+    assert stats.messages_imported == 2 and "retimed" not in [p.kind for p in stats.problems]

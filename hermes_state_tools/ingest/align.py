@@ -117,14 +117,45 @@ def message_key(role: str, content: Any, tool_call_id: str | None, tool_calls: A
     return (role, content_key(role, content), calls)
 
 
-def align(existing: Sequence[Key], incoming: Sequence[Key]) -> list[int | None]:
-    """For each incoming message, the index of the existing message it is, or None when it is new."""
+Times = tuple[Sequence[float | None], Sequence[float | None]]  # the existing and the incoming messages' times
+
+
+def align(existing: Sequence[Key], incoming: Sequence[Key], times: Times | None = None) -> list[int | None]:
+    """For each incoming message, the index of the existing message it is, or None when it is new.
+
+    Content alone cannot tell which of two equal messages (an "ok" said twice) a copy's one is: the
+    matcher takes the first, right when the database holds the start of a session, wrong when it holds
+    only its latest turns. With `times`, the alignment made from the end is made too, and where the
+    two differ the one whose matched messages lie closer in time is taken (the first on a tie)."""
+    forward = _aligned(existing, incoming)
+    if times is None or (None not in forward and len(incoming) == len(existing)):
+        return forward  # every message matched one to one: nothing to choose
+    last_e, last_i = len(existing) - 1, len(incoming) - 1
+    backward: list[int | None] = [None] * len(incoming)
+    for at, index in enumerate(_aligned(existing[::-1], incoming[::-1])):
+        if index is not None:
+            backward[last_i - at] = last_e - index
+    if backward == forward:
+        return forward
+    return min((forward, backward), key=lambda matched: _apart(matched, *times))
+
+
+def _aligned(existing: Sequence[Key], incoming: Sequence[Key]) -> list[int | None]:
     matched: list[int | None] = [None] * len(incoming)
     matcher = SequenceMatcher(None, existing, incoming, autojunk=False)
     for block in matcher.get_matching_blocks():
         for offset in range(block.size):
             matched[block.b + offset] = block.a + offset
     return matched
+
+
+def _apart(matched: list[int | None], existing: Sequence[float | None], incoming: Sequence[float | None]) -> float:
+    """How far apart in time the matched messages are, in all (pairs missing a time count nothing)."""
+    total = 0.0
+    for new, old in enumerate(matched):
+        if old is not None and (a := existing[old]) is not None and (b := incoming[new]) is not None:
+            total += abs(a - b)
+    return total
 
 
 def insertion_points(matched: list[int | None]) -> list[int]:

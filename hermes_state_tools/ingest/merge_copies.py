@@ -209,7 +209,8 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
         return [_Slot(None, m.timestamp, m) for m in incoming], 0, 0
     keys = [_key_of(m) for m in incoming]
     existing_keys = [s.identity() for s in slots]
-    matched = align(existing_keys, keys)
+    times = ([s.timestamp for s in slots], [m.timestamp for m in incoming])
+    matched = align(existing_keys, keys, times)
     repeats = 0
     if _timed(slots) and incoming and all(m.timestamp is None for m in incoming):
         dropped = inflated(keys, existing_keys)
@@ -217,7 +218,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
             incoming = [m for n, m in enumerate(incoming) if n not in dropped]
             keys = [k for n, k in enumerate(keys) if n not in dropped]
             repeats = len(dropped)
-            matched = align(existing_keys, keys)
+            matched = align(existing_keys, keys)  # (no times in this copy to choose by)
     matched = realigned(matched, lambda e: _copy_of(slots[e]), existing_keys, [Copy.of(m) for m in incoming], keys)
     additions: dict[int, list[_Slot]] = {}
     masked = 0
