@@ -152,7 +152,8 @@ def _home(home: Path, seen: set[Path], nested: bool) -> Iterator[Found | Problem
 # A copy a person kept beside a home's own folders: sessions.bak/, old_sessions/, backup/2026-03/...
 # (its transcripts merge with the originals, nothing twice). The home's other folders (skills,
 # memories, caches, the hermes-agent/ code with its test data) are not transcripts.
-_KEPT_COPY = re.compile(r"sess|bak|backup|old|copy|archive", re.IGNORECASE)
+_KEPT_COPY = re.compile(r"(?<![a-z])(?:sess|(?:bak|backups?|old|cop(?:y|ies)|archived?|archives)(?![a-z]))",
+                        re.IGNORECASE)
 
 
 def _kept_copies(home: Path) -> list[Path]:

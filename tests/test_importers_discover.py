@@ -54,14 +54,15 @@ def test_hermes_home(home):
 def test_copies_kept_beside_a_homes_sessions_are_read_and_its_other_folders_are_not(home):
     kept = {"sessions.bak": "20260201_090000_aaaaaaaa.jsonl", "old_sessions": "20260101_090000_bbbbbbbb.jsonl",
             "Backup/2026-03/sessions": "20260301_090000_cccccccc.jsonl",
-            "skills/examples": "20260401_090000_dddddddd.jsonl", "hermes-agent/tests": "20260501_090000_eeeeeeee.jsonl"}
+            "skills/examples": "20260401_090000_dddddddd.jsonl", "hermes-agent/tests": "20260501_090000_eeeeeeee.jsonl",
+            "golden": "20260601_090000_ffffffff.jsonl", "possessions": "20260701_090000_abababab.jsonl"}
     for folder, name in kept.items():
         (home / folder).mkdir(parents=True)
         (home / folder / name).write_text("{}\n")
     names = {str(f.relative_to(home)) for f in discover([home])[0]}
     assert {"sessions.bak/20260201_090000_aaaaaaaa.jsonl", "old_sessions/20260101_090000_bbbbbbbb.jsonl",
             "Backup/2026-03/sessions/20260301_090000_cccccccc.jsonl"} <= names
-    assert not [n for n in names if n.startswith(("skills", "hermes-agent"))]
+    assert not [n for n in names if n.startswith(("skills", "hermes-agent", "golden", "possessions"))]
 
 
 def test_profiles_are_named_with_the_command_to_import_them(home):
