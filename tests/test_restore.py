@@ -83,3 +83,27 @@ def test_restore_onto_a_damaged_database_keeps_the_damaged_file(tmp_path):
     code, doc = cli_json("--db", db, "restore", backup, "--yes")
     assert code == 0 and sha256(tmp_path / doc["previous"].rsplit("/", 1)[-1]) == damaged
     assert cli("--db", db, "check").exit_code == 0
+
+
+def test_restore_keeps_a_hot_journal_with_the_file_it_belongs_to(tmp_path):
+    """A rollback-journal writer died mid-transaction (an old Hermes, a sqlite3 shell): its -journal goes
+    aside with the old file, never left to be rolled back onto the restored one."""
+    import subprocess
+    import sys
+
+    db, backup = _two(tmp_path)
+    raw(db, "PRAGMA journal_mode=DELETE")
+    subprocess.run([sys.executable, "-c", (
+        "import os, sqlite3\n"
+        f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size=2'); c.execute('BEGIN')\n"
+        "c.execute(\"UPDATE messages SET content = 'x' || content\")\n"
+        "os._exit(0)")], check=True)
+    assert (tmp_path / "state.db-journal").stat().st_size > 0
+    code, doc = cli_json("--db", db, "restore", backup, "--yes")
+    assert code == 0
+    kept = tmp_path / doc["previous"].rsplit("/", 1)[-1]
+    assert not (tmp_path / "state.db-journal").exists() and (tmp_path / (kept.name + "-journal")).exists()
+    assert rows(db, MESSAGES) == rows(backup, MESSAGES)  # what Hermes opens next: the backup, whole
+    assert cli("--db", db, "check").exit_code == 0
+    assert all(not c.startswith("x") for (c,) in rows(kept, "SELECT content FROM messages"))  # rolled back

@@ -171,10 +171,10 @@ def others_have_open(db: Path) -> bool:
 
 
 def swap_in(db: Path, new: Path, aside: Path | None) -> None:
-    """Replace `db` by the verified `new`; the old file (with its -wal) stays as `aside`.
+    """Replace `db` by the verified `new`; the old file (with its -wal or hot -journal) stays as `aside`.
 
-    The old -wal is moved away before the new file takes the name: a WAL must never be replayed
-    onto a file it was not written for. A kill between the steps leaves either the old file or
+    The old -wal and -journal are moved away before the new file takes the name: neither may ever be
+    replayed (or rolled back) onto a file it was not written for. A kill between the steps leaves either the old file or
     the new one under `db`, and the old one always under `aside`.
     """
     fsync_path(new)
@@ -187,8 +187,9 @@ def swap_in(db: Path, new: Path, aside: Path | None) -> None:
         if aside is None:
             raise FileExistsError(db)
         os.link(db, keep)  # the original bytes under the new name: no copy, atomic
-    if wal.exists():
-        os.rename(wal, keep.with_name(keep.name + "-wal"))
+    for side, suffix in ((wal, "-wal"), (db.with_name(db.name + "-journal"), "-journal")):
+        if side.exists():  # the old file's WAL or hot journal goes with it, never onto the new file
+            os.rename(side, keep.with_name(keep.name + suffix))
     os.rename(new, db)
     shm.unlink(missing_ok=True)
     fsync_path(db.parent)
@@ -197,18 +198,19 @@ def swap_in(db: Path, new: Path, aside: Path | None) -> None:
 
 
 def _finish_swap(intent: Path) -> None:
-    """Undo a swap killed between moving the old -wal aside and renaming the new file in: the
-    database is still the old file (the same inode as its kept name), so its WAL goes back."""
+    """Undo a swap killed between moving the old -wal/-journal aside and renaming the new file in: the
+    database is still the old file (the same inode as its kept name), so they go back."""
     db = intent.with_name(intent.name.split(TEMP_MARK, 1)[0])
     try:
         keep = intent.with_name(intent.read_text("utf-8").strip())
     except OSError:
         keep = None
     if keep is not None and keep.name and keep.exists() and db.exists() and os.path.samefile(db, keep):
-        kept_wal, wal = keep.with_name(keep.name + "-wal"), sidecar_paths(db)[0]
-        if kept_wal.exists() and not wal.exists():
-            os.rename(kept_wal, wal)
-        if not kept_wal.exists():
+        kept = [(keep.with_name(keep.name + suffix), db.with_name(db.name + suffix)) for suffix in ("-wal", "-journal")]
+        for aside, side in kept:
+            if aside.exists() and not side.exists():
+                os.rename(aside, side)
+        if not any(aside.exists() for aside, _side in kept):
             keep.unlink()  # only a second name of the database itself: the swap never happened
     intent.unlink(missing_ok=True)
     fsync_path(intent.parent)
