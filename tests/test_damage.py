@@ -540,9 +540,8 @@ def test_a_file_damaged_while_prune_waits_for_its_answer_is_refused(pristine, tm
     assert len(rows(path, "SELECT id FROM sessions")) == 120
 
 
-def _zero_the_last_page_of_an_overflow_chain(path: Path) -> None:
-    """Zeros over the last page of one long message's overflow chain: a well-formed end of the chain
-    (its next-page number 0); the row's last values (its timestamp) read 0, its text ends in zeros."""
+def _overflow_chain(path: Path) -> tuple[list[int], int]:
+    """The pages of one long message's overflow chain, in order, and the page size."""
     conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     try:
         chains: dict[str, list[tuple[str, int]]] = {}
@@ -552,9 +551,15 @@ def _zero_the_last_page_of_an_overflow_chain(path: Path) -> None:
         size = conn.execute("PRAGMA page_size").fetchone()[0]
     finally:
         conn.close()
-    chain = sorted(next(c for c in chains.values() if len(c) >= 3))
+    return [page for _where, page in sorted(next(c for c in chains.values() if len(c) >= 3))], size
+
+
+def _zero_the_last_page_of_an_overflow_chain(path: Path) -> None:
+    """Zeros over the last page of one long message's overflow chain: a well-formed end of the chain
+    (its next-page number 0); the row's last values (its timestamp) read 0, its text ends in zeros."""
+    chain, size = _overflow_chain(path)
     with open(path, "r+b") as handle:
-        handle.seek((chain[-1][1] - 1) * size)
+        handle.seek((chain[-1] - 1) * size)
         handle.write(bytes(size))
 
 
@@ -577,3 +582,27 @@ def test_a_zeroed_overflow_page_is_canonical_damage_repair_never_blesses(tmp_pat
     assert sha256(path) == digest
     damaged = [r for r, b in zip(rows(path, ALL_MESSAGES), before, strict=True) if r != b]
     assert len(damaged) == 1 and damaged[0][3].endswith("\0")
+
+
+@pytest.mark.parametrize(("at", "seed"), [(0, 1), (0, 2), (1, 1), (1, 2)])
+def test_random_bytes_over_an_overflow_page_are_reported_never_a_bug(tmp_path, at, seed):
+    # SQLite ends the check's read transaction itself on some of these: the check's ROLLBACK must not fail (70).
+    path = build_db(tmp_path / "state.db", sessions=6, per_session=4, size=12000)
+    chain, size = _overflow_chain(path)
+    with open(path, "r+b") as handle:
+        handle.seek((chain[at] - 1) * size)
+        handle.write(random.Random(seed).randbytes(size))
+    digest = sha256(path)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"], doc
+    for args in (["repair"], ["maintain"]):
+        assert cli_json("--db", path, *args)[0] == 65
+    assert sha256(path) == digest
+
+
+def test_hermes_json_content_marker_is_written_text_and_stray_zeros_are_not():
+    from hermes_state_tools.maintenance.locate_damage import written_text
+
+    assert written_text(b"\x00json:[{\"type\": \"text\", \"text\": \"hi\"}]") and written_text("caf\u00e9".encode())
+    assert not written_text(b"hello\x00\x00") and not written_text(b"h\xffllo")
+    assert not written_text(b"\x00json:[1]\x00")

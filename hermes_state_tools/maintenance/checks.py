@@ -385,7 +385,8 @@ def _run_in_two_threads(path: Path, conn: sqlite3.Connection, quick: bool, progr
             return run_checks(conn, quick, agrees, progress, elsewhere,
                               ("integrity", "foreign_keys") if newer else None)
         finally:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite ends the transaction itself on some corrupt-page errors
+                conn.execute("ROLLBACK")
 
 
 def _unreadable(exc: DamagedDatabaseError) -> CheckReport:

@@ -17,6 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from hermes_state_tools.core.connection import is_corrupt
+from hermes_state_tools.core.jsonutil import MULTIMODAL_PREFIX
 from hermes_state_tools.store.opening import ReadConnection
 
 CANONICAL_TABLES = frozenset({"sessions", "messages", "schema_version", "sqlite_sequence"})
@@ -92,10 +93,14 @@ def _owner(conn: sqlite3.Connection, line: str, objects: dict[str, str]) -> str 
     return None
 
 
+_MULTIMODAL = MULTIMODAL_PREFIX.encode()
+
+
 def written_text(raw: bytes) -> bool:
-    """Whether stored text is what a writer could have written: no zero byte, valid UTF-8 (Hermes
-    writes Python strings; zeros and stray bytes are what a destroyed page leaves)."""
-    if b"\0" in raw:
+    """Whether stored text is what a writer could have written: no zero byte (but the one that starts
+    Hermes' own JSON-content marker), valid UTF-8 (Hermes writes Python strings; zeros and stray bytes
+    are what a destroyed page leaves)."""
+    if b"\0" in raw.removeprefix(_MULTIMODAL):
         return False
     try:
         raw.decode("utf-8")
@@ -113,6 +118,7 @@ def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
     if match is None:
         return None
     rowid, index = int(match.group(1)), match.group(2)
+    table: str | None = None
     try:
         found = conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?",
                              (index,)).fetchone()
@@ -121,12 +127,16 @@ def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
         table = str(found[0])
         columns = [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
         indexed = {str(row[2]) for row in conn.execute(f'PRAGMA index_info("{index}")')}
-        both = ", ".join(f'CAST("{c}" AS BLOB), "{c}"' for c in columns)
+        # as bytes, and a REAL as itself (text read as text would fail to decode on stray bytes)
+        both = ", ".join(f'CAST("{c}" AS BLOB), CASE typeof("{c}") WHEN \'real\' THEN "{c}" END' for c in columns)
         values = conn.execute(f'SELECT {both} FROM "{table}" NOT INDEXED WHERE rowid = ?', (rowid,)).fetchone()
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise
-        return None
+        if table is None:
+            return None
+        why = " ".join(str(exc).split())
+        return Damage(table, "canonical", f"{line}: row {rowid} of {table} cannot be read ({why})")
     if values is None:
         return None
     pairs = zip(columns, values[0::2], values[1::2], strict=True)
