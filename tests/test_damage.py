@@ -606,3 +606,29 @@ def test_hermes_json_content_marker_is_written_text_and_stray_zeros_are_not():
     assert written_text(b"\x00json:[{\"type\": \"text\", \"text\": \"hi\"}]") and written_text("caf\u00e9".encode())
     assert not written_text(b"hello\x00\x00") and not written_text(b"h\xffllo")
     assert not written_text(b"\x00json:[1]\x00")
+
+
+@pytest.mark.parametrize("bytes_", ["zeros", "stray"])
+def test_bytes_destroyed_inside_a_messages_text_are_canonical_damage_never_reindexed(pristine, tmp_path, bytes_):
+    """A page whose structure held, with 32 bytes of one message's text destroyed: integrity_check
+    passes, the search index (the last record of those words) disagrees, and that is the text's loss,
+    not the index's: repair and maintain must not rebuild the index from the destroyed text."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    data = path.read_bytes()
+    page = next(p for p, kind in btree_pages(path)["messages"] if kind == "leaf")
+    at = data.index(b"kappa", (page - 1) * 4096 + 200)
+    with open(path, "r+b") as handle:
+        handle.seek(at)
+        handle.write(bytes(32) if bytes_ == "zeros" else b"\xff\xfe" * 16)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    [found] = [p for p in doc["problems"] if p["kind"] == "integrity"]
+    assert (found["object"], found["data"]) == ("messages", "canonical") and found["session_ids"]
+    digest = sha256(path)
+    for args in (["repair"], ["maintain"]):
+        assert cli_json("--db", path, *args)[0] == 65
+    assert sha256(path) == digest

@@ -114,6 +114,12 @@ def fts_sync(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | 
     drift = fts_agreement.drift(conn, quick, agrees() if agrees is not None and not quick else None)
     if drift is None:
         return  # no FTS table: `missing_index` reports it
+    if drift.destroyed:
+        yield Finding("integrity", f"{len(drift.destroyed)} messages hold stray zero bytes or bytes that are not "
+                                   f"UTF-8 where the search index holds their words (ids {_sample(drift.destroyed)}): "
+                                   "bytes destroyed in a page of the messages table (canonical data, the rows only "
+                                   "this file holds)", fts_agreement.sessions_of(conn, drift.destroyed),
+                      "messages", "canonical")
     if drift.unexplained:
         yield Finding("fts_out_of_sync", "FTS5's integrity-check finds the search index damaged "
                                          "(no single message explains it)")

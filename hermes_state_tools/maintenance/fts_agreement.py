@@ -30,6 +30,7 @@ from pathlib import Path
 
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
 from hermes_state_tools.errors import HermesStateError
+from hermes_state_tools.maintenance.locate_damage import written_text
 from hermes_state_tools.store.opening import open_read_connection
 
 DOCSIZE = f"{FTS_TABLE}_docsize"
@@ -51,6 +52,7 @@ class FtsDrift:
     stale: tuple[int, ...] = ()  # index entries whose message is gone
     changed: tuple[int, ...] = ()  # messages indexed with other content than they hold
     unexplained: bool = False  # FTS5's integrity-check fails, yet no message can be named
+    destroyed: tuple[int, ...] = ()  # messages whose text itself was destroyed (see _destroyed), not in changed
 
 
 def _ids(conn: sqlite3.Connection, sql: str) -> tuple[int, ...]:
@@ -185,7 +187,23 @@ def drift(conn: sqlite3.Connection, quick: bool = False, agrees: bool | None = N
     changed = tuple(sorted(doc for doc in token_differences(conn) if doc not in already))
     # The integrity-check also fails on damage no message explains (the index's own structure).
     unexplained = agrees is False and not (unindexed or stale or changed)
-    return FtsDrift(unindexed, stale, changed, unexplained)
+    destroyed = _destroyed(conn, changed)
+    return FtsDrift(unindexed, stale, tuple(doc for doc in changed if doc not in destroyed), unexplained,
+                    tuple(sorted(destroyed)))
+
+
+def _destroyed(conn: sqlite3.Connection, ids: tuple[int, ...]) -> set[int]:
+    """Of the messages the index holds other words for, those whose stored text is not what a writer
+    wrote (locate_damage.written_text: stray zero bytes, bytes that are not UTF-8): bytes destroyed
+    inside a page whose structure held, out of integrity_check's reach. Their text is what was lost,
+    not their index entry, and rebuilding the index from it would erase the last record of the words."""
+    found: set[int] = set()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(f"SELECT id, CAST(content AS BLOB) FROM messages WHERE id IN ({marks})", chunk)
+        found.update(doc for doc, raw in rows if isinstance(raw, bytes) and not written_text(raw))
+    return found
 
 
 def sessions_of(conn: sqlite3.Connection, message_ids: Iterable[int]) -> tuple[str, ...]:
