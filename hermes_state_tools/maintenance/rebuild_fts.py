@@ -29,7 +29,7 @@ def rebuild_fts_file(path: Path) -> RebuildReport:
         trigram.refresh(conn, rebuild=True)  # the CJK side table, from scratch as well
         return missing, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
-    with writing(path) as (_conn, runner):
+    with writing(path, full=True) as (_conn, runner):
         recreated, count = runner.run(rebuild)
     return RebuildReport(str(path), count, tuple(recreated))
 

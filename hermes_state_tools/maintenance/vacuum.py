@@ -79,7 +79,7 @@ class VacuumReport(Report):
 
 def vacuum_file(path: Path, progress: Steps | None = None) -> VacuumReport:
     """Checkpoint the WAL, optimize FTS, VACUUM and ANALYZE; bytes on disk before and after."""
-    with writing(path) as (conn, runner):
+    with writing(path, full=True) as (conn, runner):
         before = file_bytes(path)
         step(progress, "checkpoint")
         _checkpoint(conn)

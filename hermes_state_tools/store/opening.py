@@ -201,16 +201,18 @@ def reading(path: Path, allow_newer: bool = False) -> Iterator[sqlite3.Connectio
         conn.close()
 
 
-def damage_found(conn: sqlite3.Connection) -> str | None:
+def damage_found(conn: sqlite3.Connection, full: bool = False) -> str | None:
     """Why the file on `conn` is not sound (None: it is): a duplicated sqlite_master entry, a
-    quick_check line, or the SQLITE_CORRUPT error quick_check raised on a destroyed table page."""
+    quick_check line, or the SQLITE_CORRUPT error quick_check raised on a destroyed table page.
+    `full`: integrity_check instead, which also compares every row with its index entries (a row
+    whose last overflow page was zeroed differs from its index entry, and quick_check passes it)."""
     if isinstance(conn, ReadConnection) and conn.schema_damaged:
         return conn.schema_damaged
     try:
         twice = conn.execute("SELECT type, name FROM sqlite_master GROUP BY type, name HAVING COUNT(*) > 1").fetchone()
         if twice is not None:
             return f"sqlite_master holds the {twice[0]} {twice[1]} more than once"
-        lines = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+        lines = [row[0] for row in conn.execute(f"PRAGMA {'integrity_check' if full else 'quick_check'}(1)")]
     except sqlite3.DatabaseError as exc:
         if is_corrupt(exc):
             return " ".join(str(exc).split())
@@ -223,13 +225,13 @@ def damage_found(conn: sqlite3.Connection) -> str | None:
 LOOKS = 4
 
 
-def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]]) -> int | None:
+def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]], full: bool = False) -> int | None:
     """The version `look` read, once the file it opened is sound (DamagedDatabaseError otherwise);
     looked at again when a writer arrived during an immutable look (a checkpoint may have torn it)."""
     for _attempt in range(LOOKS):
         conn, version = look()
         try:
-            problem = damage_found(conn)
+            problem = damage_found(conn, full)
             again = problem is not None and writer_arrived(conn, path)
         except sqlite3.Error as exc:
             raise map_open_error(path, exc) from exc
@@ -251,23 +253,26 @@ def prove_sound(path: Path) -> None:
     _proven(path, lambda: (open_read_connection(path), None))
 
 
-def require_sound(path: Path) -> int | None:
+def require_sound(path: Path, full: bool = False) -> int | None:
     """require_supported and prove_sound in one look: an existing Hermes database of a supported
-    schema, sound, before anything writes to it; returns its stored version."""
+    schema, sound, before anything writes to it; returns its stored version. `full`: see damage_found."""
     require_database_file(path)
-    return _proven(path, lambda: _look(path, False, False, hermes=True))
+    return _proven(path, lambda: _look(path, False, False, hermes=True), full)
 
 
 @contextmanager
-def writing(path: Path, *, proven: bool = False) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
+def writing(path: Path, *, proven: bool = False,
+            full: bool = False) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
     """Open an existing supported, sound database to maintain it: writable, with its write runner,
     never upgraded. `proven`: the caller found the file sound a moment ago (prove_sound, or a check whose
     integrity step ran and found nothing), so its quick_check (0.8 s at a million messages) is not run
-    a second time; the schema is still looked at."""
+    a second time; the schema is still looked at. `full`: integrity_check instead of quick_check, for
+    work that rebuilds indexes from the rows (VACUUM, the FTS rebuild) and so would make a destroyed
+    row their truth."""
     if proven:
         require_supported(path)  # a missing, foreign or newer file is refused before anything writes
     else:
-        require_sound(path)  # and a damaged one
+        require_sound(path, full)  # and a damaged one
     if not os.access(path, os.W_OK):  # SQLite would open it read-only, leave a -wal and fail the first write
         raise read_only_refusal(path)
     remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
