@@ -634,3 +634,13 @@ def test_bytes_destroyed_inside_a_messages_text_are_canonical_damage_never_reind
     for args in (["repair"], ["maintain"]):
         assert cli_json("--db", path, *args)[0] == 65
     assert sha256(path) == digest
+
+
+def test_recover_names_a_row_that_came_back_with_destroyed_text_and_is_not_complete(tmp_path):
+    path = build_db(tmp_path / "state.db", sessions=6, per_session=4, size=12000)
+    _zero_the_last_page_of_an_overflow_chain(path)
+    (tmp_path / "out").mkdir()
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out" / "new.db")
+    assert code == 1 and not doc["complete"] and doc["rows_damaged"] == ["messages 1"]
+    assert doc["messages_recovered"] == 24 and doc["messages_lost"] == 0  # kept as read: what is left of it
+    assert rows(tmp_path / "out" / "new.db", "SELECT content FROM messages WHERE id = 1")[0][0].endswith("\0")

@@ -34,6 +34,10 @@ def _human_recover(doc: dict[str, Any]) -> str:
     if doc["placeholder_sessions"]:
         lines.append(f"{len(doc['placeholder_sessions']):,} placeholder sessions hold messages whose session row "
                      "was lost (end_reason 'recovered')")
+    if doc["rows_damaged"]:
+        shown = ", ".join(doc["rows_damaged"][:10]) + (", ..." if len(doc["rows_damaged"]) > 10 else "")
+        lines.append(f"{len(doc['rows_damaged']):,} rows came back with destroyed text (zero bytes, or U+FFFD for "
+                     f"stray bytes), kept as read: {shown}")
     if doc["rows_from_page_scan"]:
         lines.append(f"{doc['rows_from_page_scan']:,} rows read from pages the damaged b-tree no longer reached")
     if doc["other_tables_lost"]:

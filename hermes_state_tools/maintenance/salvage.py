@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
+from hermes_state_tools.core.jsonutil import MULTIMODAL_PREFIX
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
@@ -46,6 +47,9 @@ class SalvageReport:
     placeholder_sessions: list[str] = field(default_factory=list)
     rows_from_page_scan: int = 0
     rows_rejected: int = 0  # read, but not a valid row (garbage that decoded, a duplicate id)
+    # Rows that came back with destroyed text (stray zero bytes, bytes that are not UTF-8, shown as U+FFFD):
+    # kept as read, named ("messages 2401", "sessions abc"), and the recovery is not called complete.
+    rows_damaged: list[str] = field(default_factory=list)
     titles_cleared: int = 0
     parents_cleared: int = 0
     counters_recounted: int = 0
@@ -68,7 +72,8 @@ class SalvageReport:
     @property
     def complete(self) -> bool:
         """Every canonical row came back as it was."""
-        return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.placeholder_sessions
+        return not (self.sessions_lost or self.messages_lost or self.rows_rejected or self.rows_damaged
+                    or self.placeholder_sessions
                     or self.other_tables_lost or self.titles_cleared or self.pages_missing or self.columns_not_kept
                     or self.wal_pages_lost or self.wal_transactions_not_applied)
 
@@ -90,7 +95,7 @@ def _open_source(source: Path, workdir: Path, mend: bool = False) -> _Source:
     conn, scan_path, folder = open_pages(source, workdir, mend)
     src = _Source(conn, scan_path, folder)
     src.conn.row_factory = None
-    src.conn.text_factory = lambda raw: raw.decode("utf-8", "replace")  # undecodable text must not end a range
+    src.conn.text_factory = _decoded  # undecodable text must not end a range
     return src
 
 
@@ -228,6 +233,31 @@ def _ranges(ids: list[int]) -> list[tuple[int, int]]:
     return out
 
 
+class _Mended(str):
+    """Text that was not UTF-8 as stored, decoded with U+FFFD in place of its stray bytes."""
+
+
+def _decoded(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _Mended(raw.decode("utf-8", "replace"))
+
+
+def _as_written(table: str, key: object, row: dict[str, Any], report: SalvageReport) -> dict[str, Any]:
+    """The row with plain text values; one whose text was destroyed (locate_damage.written_text) is
+    named in the report."""
+    destroyed = False
+    for name, value in row.items():
+        if isinstance(value, _Mended):
+            row[name], destroyed = str(value), True
+        elif isinstance(value, str) and "\0" in value.removeprefix(MULTIMODAL_PREFIX):
+            destroyed = True
+    if destroyed:
+        report.rows_damaged.append(f"{table} {key}")
+    return row
+
+
 def _insert(dest: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
     columns = list(row)
     dest.execute(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({", ".join("?" * len(columns))})',
@@ -236,6 +266,7 @@ def _insert(dest: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
 
 def _write_sessions(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: bool) -> None:
     for row in read.sessions.rows.values():
+        row = _as_written("sessions", row.get("id"), row, report)
         try:
             _insert(dest, "sessions", row)
         except sqlite3.IntegrityError:
@@ -251,7 +282,8 @@ def _write_sessions(dest: sqlite3.Connection, read: _Read, report: SalvageReport
 
 
 def _write_messages(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
-    for row in read.messages.rows.values():
+    for rowid, row in read.messages.rows.items():
+        row = _as_written("messages", row.get("id", rowid), row, report)
         try:
             _insert(dest, "messages", row)
             report.messages_recovered += 1
