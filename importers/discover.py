@@ -76,7 +76,11 @@ def discover_names(paths: Iterable[Path],
                     call = many[1]
                     many = None
                     call()
-    ordered = sorted(files.values(), key=lambda name: (os.path.basename(name) != INDEX_NAME, name))
+    # Index files first, in the order found (a home's own sessions/ before the copies kept beside it: the
+    # first index that names a session gives its fields), then the transcripts by path.
+    names = list(files.values())
+    ordered = [n for n in names if os.path.basename(n) == INDEX_NAME]
+    ordered += sorted(n for n in names if os.path.basename(n) != INDEX_NAME)
     return ordered, list(problems.values())
 
 
@@ -171,11 +175,15 @@ def _profile_skipped(profile: Path) -> Problem:
     return Problem(str(profile), None, "profile_skipped", detail)
 
 
+_PROFILES = re.compile(r"profiles(?:[ ._~-].*)?", re.IGNORECASE)  # profiles/, and a copy of it: profiles.bak/
+
+
 def is_profile(path: Path) -> bool:
-    """A profile of a HERMES_HOME: `<home>/profiles/<name>/`, a home of its own (`.` and relative
-    names too: their parents are judged by the real folder)."""
+    """A profile of a HERMES_HOME: `<home>/profiles/<name>/`, a home of its own, also in a copy of the
+    profiles folder (`profiles.bak/<name>/`, `backup/profiles/<name>/`): `.` and relative names too,
+    their parents judged by the real folder."""
     path = Path(_real(str(path)))
-    return path.parent.name == "profiles" and is_home(path.parent.parent) and is_home(path)
+    return _PROFILES.fullmatch(path.parent.name) is not None and is_home(path)
 
 
 def _unreadable(folder: Path, exc: OSError) -> Problem:

@@ -249,3 +249,18 @@ def test_a_link_to_a_transcript_that_is_gone_says_so(tmp_path: Path) -> None:
     files, problems = discover([tmp_path])
     assert files == [] and [(p.kind, p.failure) for p in problems] == [("skipped_file", False)]
     assert "does not exist" in problems[0].detail and "moved" in problems[0].detail
+
+
+def test_kept_copies_of_profiles_are_profiles_and_a_homes_own_index_comes_first(tmp_path: Path) -> None:
+    home = _profile_home(tmp_path)
+    for copy in ("profiles.bak/work/sessions", "backup/profiles/work/sessions"):
+        (home / copy).mkdir(parents=True)
+        (home / copy / "20260301_100000_bbbb0001.jsonl").write_text("{}\n")
+    (home / "sessions.bak").mkdir()
+    for folder in ("sessions", "sessions.bak"):  # 'sessions.bak/' sorts before 'sessions/' by name
+        (home / folder / "sessions.json").write_text("{}")
+    found, problems = discover([home])
+    assert [f.relative_to(home).as_posix() for f in found] == [
+        "sessions/sessions.json", "sessions.bak/sessions.json", "sessions/20260301_100000_aaaa0001.jsonl"]
+    skipped = sorted(Path(p.file).relative_to(home).as_posix() for p in problems if p.kind == "profile_skipped")
+    assert skipped == ["backup/profiles/work", "profiles.bak/work", "profiles/play", "profiles/work"]
