@@ -38,7 +38,8 @@ COPY_SUFFIX = (rf"(?i: \(\d+\)| \d+| - {_COPY_WORD}(?: \(\d+\))?| ?{_COPY_WORD}(
                rf"| \((?:{_COPY_WORD}|another copy|\d+(?:st|nd|rd|th) copy)\)| \([^()]*conflicted copy[^()]*\)"
                r"|[_-]\d+|\.(?:bak|backup|orig|old|copy)\d*|~|\.sync-conflict-[0-9A-Za-z-]+"
                r"|-(?=[0-9A-Za-z-]*[A-Za-z])[0-9A-Za-z]+(?:-[0-9A-Za-z]+)*)")
-_SESSION_ID = r"\d{8}_\d{6}_[0-9A-Fa-f]{6,8}|cron_[0-9A-Za-z]+_\d{8}_\d{6}"
+# a session id, a cron session's, or the name a /save file without an id takes its id from
+_SESSION_ID = r"\d{8}_\d{6}_[0-9A-Fa-f]{6,8}|cron_[0-9A-Za-z]+_\d{8}_\d{6}|hermes_conversation_\d{8}_\d{6}"
 _COPY_NAME = re.compile(rf"(?P<id>{_SESSION_ID})(?:{COPY_SUFFIX})+")
 
 

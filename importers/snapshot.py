@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from datetime import tzinfo
@@ -65,10 +66,11 @@ def _identity(path: Path, file: str, value: dict[str, Any]) -> tuple[str, str, d
     """Return the session id, kind, first extra entries and problems; the file name's id wins."""
     inner = value.get("session_id")
     if path.name.startswith(SAVE_PREFIX):
+        copied = [problem] if (problem := copy_name_problem(file, path.stem)) is not None else []
         if isinstance(inner, str) and inner:
-            return inner, "save", {}, []
-        # A stable id from the file name, so a re-run never creates the session twice.
-        return "saved_" + path.stem.removeprefix(SAVE_PREFIX), "save", {}, []
+            return inner, "save", {}, copied
+        # A stable id from the file name (a copy's: its original's), so a re-run never creates the session twice.
+        return "saved_" + file_id(path.stem).removeprefix(SAVE_PREFIX), "save", {}, copied
     named = path.stem.removeprefix("session_")
     session_id = file_id(named)
     copied = [problem] if (problem := copy_name_problem(file, named)) is not None else []
@@ -89,7 +91,7 @@ _SAVED_NAME = re.compile(r"hermes_conversation_(\d{4})(\d{2})(\d{2})_(\d{2})(\d{
 def _saved_at(file: str, tz: tzinfo | None) -> float | None:
     """When a /save file without session_start was written: the TUI wrote only {model, messages},
     under a name holding its local date and time (hermes_conversation_%Y%m%d_%H%M%S.json)."""
-    found = _SAVED_NAME.search(file)
+    found = _SAVED_NAME.fullmatch(file_id(os.path.basename(file).removesuffix(".json")) + ".json")  # a copy's too
     if found is None:
         return None
     year, month, day, hour, minute, second = found.groups()

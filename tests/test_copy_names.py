@@ -142,3 +142,18 @@ def test_a_copy_kept_beside_a_homes_sessions_folder_comes_in_once(tmp_path):
     assert code == 0, doc["problems"]
     assert sorted(sessions(db)) == ["20260201_090000_0a0b0c0d", SID]
     assert [m["content"] for m in messages(db, SID)] == ["hello", "hi there", "one more"]
+
+
+def test_copies_of_a_save_file_without_an_id_come_in_once(tmp_path):
+    saved = tmp_path / "sessions" / "saved"
+    saved.mkdir(parents=True)
+    chat = {"model": "m", "messages": [{"role": "user", "content": "save this plan"},
+                                       {"role": "assistant", "content": "Plan saved."}]}
+    for suffix in ("", " (1)", " - Copy"):
+        (saved / f"hermes_conversation_20260301_101010{suffix}.json").write_text(json.dumps(chat))
+    db = tmp_path / "state.db"
+    code, doc = import_json(db, tmp_path / "sessions")
+    assert code == 0, doc["problems"]
+    assert list(sessions(db)) == ["saved_20260301_101010"]
+    assert [m["content"] for m in messages(db, "saved_20260301_101010")] == ["save this plan", "Plan saved."]
+    assert len([p for p in doc["problems"] if p["kind"] == "copy_name"]) == 2
