@@ -699,7 +699,7 @@ def test_an_import_into_an_existing_file_proves_it_sound_once(tmp_path, monkeypa
 
     calls = []
     real = opening.damage_found
-    monkeypatch.setattr(opening, "damage_found", lambda conn: calls.append(1) or real(conn))
+    monkeypatch.setattr(opening, "damage_found", lambda conn, *full: calls.append(1) or real(conn, *full))
     db = tmp_path / "state.db"
     SessionDB(db).close()
     calls.clear()
