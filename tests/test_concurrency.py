@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import time
 
@@ -108,3 +109,46 @@ def test_short_lived_writers_never_make_a_sound_file_look_damaged(tmp_path):
         stop.set()
         writer.join(timeout=60)
     assert writer.exitcode == 0 and looks > 50
+
+
+def test_a_stable_read_sees_one_state_of_the_file_while_a_writer_comes_and_goes(db_path):
+    with SessionDB(db_path) as db:
+        db.create_session("s1", "cli")
+        db.append_message("s1", "user", "before the read")
+    conn = open_for_reading(db_path, stable=True)  # no -wal: a private copy, not the file read immutable
+    try:
+        assert conn.snapshot_dir is not None and not sidecar_paths(db_path)[0].exists()
+        with SessionDB(db_path) as db:  # writes, checkpoints into the file on close, removes its -wal
+            db.append_message("s1", "user", "during the read")
+        assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+    assert sorted(p.name for p in db_path.parent.iterdir()) == [db_path.name]
+
+
+@pytest.mark.soak
+def test_backup_and_export_of_a_file_short_lived_writers_keep_changing(tmp_path):
+    from damage import cli
+
+    path = build_db(tmp_path / "state.db", sessions=1500)
+    ready, stop = ctx.Event(), ctx.Event()
+    writer = ctx.Process(target=workers.come_and_go, args=(str(path), ready, stop))
+    writer.start()
+    try:
+        assert ready.wait(60)
+        for n in range(12):
+            result = cli("--db", path, "backup", tmp_path / f"copy{n}.db")
+            assert result.exit_code == 0, result.stderr
+            exported = cli("--db", path, "export")
+            assert exported.exit_code == 0, exported.stderr
+            texts: list[str] = []
+            for line in exported.stdout.splitlines():  # one state: each session's own count, no text twice
+                doc = json.loads(line)
+                assert len(doc["messages"]) == doc["session"]["message_count"], doc["session"]["id"]
+                texts += [m["content"] for m in doc["messages"]]
+            assert len(texts) == len(set(texts))
+    finally:
+        stop.set()
+        writer.join(timeout=60)
+    assert writer.exitcode == 0

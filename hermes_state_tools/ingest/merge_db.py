@@ -93,7 +93,7 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
     if _same_file(db_path, other_path):
         raise SameDatabaseError(f"{other_path} is the database being merged into")
     stats, log = run.ImportStats(dry_run=dry_run), ReadLog()
-    other = open_readonly(other_path)
+    other = open_readonly(other_path, stable=True)
     file = str(other_path)
     try:
         proven = run.prepare_schema(db_path, stats)

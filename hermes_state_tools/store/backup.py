@@ -114,7 +114,7 @@ def _io_error(source: Path, dest: Path, exc: BaseException) -> Exception:
 
 def _copy(source: Path, tmp: Path) -> tuple[int, int]:
     """The backup API from one read snapshot of `source` into `tmp`; returns the snapshot's counts."""
-    src = open_readonly(source)
+    src = open_readonly(source, stable=True)
     try:
         src.execute("BEGIN")  # one read snapshot for the counts and the copy
         expected = _counts(src)

@@ -79,11 +79,12 @@ def read_only_refusal(path: Path) -> NotAHermesDatabaseError:
                                    "for this user; nothing was changed")
 
 
-def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True) -> ReadConnection:
+def open_read_connection(path: Path, *, tolerate_schema_damage: bool = True, stable: bool = False) -> ReadConnection:
     """A read-only connection that leaves no file beside `path` (see read_open), errors mapped; a
-    malformed schema is read around (writable_schema) unless `tolerate_schema_damage` is False."""
+    malformed schema is read around (writable_schema) unless `tolerate_schema_damage` is False.
+    `stable`: one state of the file for a long read (read_open.open_for_reading)."""
     try:
-        return open_for_reading(path, tolerate_schema_damage=tolerate_schema_damage)
+        return open_for_reading(path, tolerate_schema_damage=tolerate_schema_damage, stable=stable)
     except sqlite3.Error as exc:
         raise map_open_error(path, exc) from exc
 
@@ -146,10 +147,10 @@ def _stored_version(path: Path, conn: sqlite3.Connection, tolerant: bool) -> int
 
 
 def _look(path: Path, allow_newer: bool, tolerant_version: bool,
-          hermes: bool) -> tuple[ReadConnection, int | None]:
+          hermes: bool, stable: bool = False) -> tuple[ReadConnection, int | None]:
     """One read-only connection and the stored version, the newer-schema rule applied (before the
     table guard, so a newer file is refused as newer) and, if `hermes`, the Hermes tables required."""
-    conn = open_read_connection(path)
+    conn = open_read_connection(path, stable=stable)
     try:
         version = _stored_version(path, conn, tolerant_version)
         refuse_newer(path, version, allow_newer=allow_newer)
@@ -161,19 +162,20 @@ def _look(path: Path, allow_newer: bool, tolerant_version: bool,
     return conn, version
 
 
-def open_hermes(path: Path, allow_newer: bool = False, *,
-                tolerant_version: bool = False) -> tuple[ReadConnection, int | None]:
+def open_hermes(path: Path, allow_newer: bool = False, *, tolerant_version: bool = False,
+                stable: bool = False) -> tuple[ReadConnection, int | None]:
     """A read-only connection to an existing Hermes database (any version if `allow_newer`, else a
     supported one), with its stored version (None: none recorded, or unreadable if `tolerant_version`).
     Every look leaves no -wal/-shm behind, so a newer file keeps every byte."""
     require_database_file(path)
-    return _look(path, allow_newer, tolerant_version, hermes=True)
+    return _look(path, allow_newer, tolerant_version, hermes=True, stable=stable)
 
 
-def open_readonly(path: Path) -> ReadConnection:
-    """A read-only connection to an existing file holding the Hermes tables (any version)."""
+def open_readonly(path: Path, stable: bool = False) -> ReadConnection:
+    """A read-only connection to an existing file holding the Hermes tables (any version); `stable`:
+    one state of the file for a long read."""
     require_database_file(path)
-    conn = open_read_connection(path)
+    conn = open_read_connection(path, stable=stable)
     try:
         _hermes_tables_present(path, conn)
     except BaseException:
@@ -191,10 +193,11 @@ def require_supported(path: Path, allow_newer: bool = False) -> int | None:
 
 
 @contextmanager
-def reading(path: Path, allow_newer: bool = False) -> Iterator[sqlite3.Connection]:
+def reading(path: Path, allow_newer: bool = False, stable: bool = False) -> Iterator[sqlite3.Connection]:
     """Open an existing database to look: read-only, never created, nothing left beside it, closed
-    afterwards. A newer schema is refused unless `allow_newer` (read commands)."""
-    conn, _version = open_hermes(path, allow_newer)
+    afterwards. A newer schema is refused unless `allow_newer` (read commands); `stable`: one state
+    of the file for a long read (read_open.open_for_reading)."""
+    conn, _version = open_hermes(path, allow_newer, stable=stable)
     try:
         yield conn
     finally:

@@ -150,13 +150,21 @@ def open_checked(path: Path, how: str, tolerate_schema_damage: bool) -> ReadConn
     return conn
 
 
-def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True) -> ReadConnection:
+def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True, stable: bool = False) -> ReadConnection:
     """A read-only connection that creates no file beside `path` and never writes to it.
 
     Raises sqlite3 errors as SQLite gives them (the caller maps them); a malformed schema is read
-    around (writable_schema) unless `tolerate_schema_damage` is False.
+    around (writable_schema) unless `tolerate_schema_damage` is False. `stable`: a long read that
+    must see one state of the file (export, backup, merge's other file) never reads it immutable in
+    place, where a writer that comes, checkpoints and leaves meanwhile tears what it reads: the file
+    is copied into a private folder while it does not change, and the copy is read.
     """
     how = _plan(path)
+    if stable and how == "immutable":
+        conn = _stable_copy(path, tolerate_schema_damage)
+        if conn is not None:
+            return conn
+        how = _plan(path)  # a writer stayed (read in place with it), or no room for a copy
     try:
         return open_checked(path, how, tolerate_schema_damage)
     except sqlite3.DatabaseError as exc:
@@ -164,6 +172,31 @@ def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True) -> Read
         if how != "ro" or code not in _CANNOT_READ_IN_PLACE:
             raise
     return open_checked(path, "snapshot", tolerate_schema_damage)  # a read-only folder: read a copy
+
+
+_STABLE_TRIES = 4
+
+
+def _stable_copy(path: Path, tolerate_schema_damage: bool) -> ReadConnection | None:
+    """A connection to a private copy of `path` made while no writer changed it (its size, time and
+    inode the same before and after the copy), or None: it changed under every try, or there is no
+    room for a copy."""
+    for _attempt in range(_STABLE_TRIES):
+        before = _identity(path)
+        try:
+            folder, copy = snapshot(path)
+        except OSError:
+            return None
+        if before is not None and _identity(path) == before:
+            try:
+                conn = open_checked(copy, "copy", tolerate_schema_damage)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            conn.snapshot_dir = folder
+            return conn
+        shutil.rmtree(folder, ignore_errors=True)
+    return None
 
 
 def open_own_pages(path: Path, folder: Path, mend: bool = False) -> tuple[ReadConnection, Path, Path | None]:

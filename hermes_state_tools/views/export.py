@@ -136,7 +136,7 @@ def export_file(path: Path, out: BinaryIO, session: str | None = None, source: s
 
     `on_start(total)` and `on_session()` let a caller show progress.
     """
-    with reading(path, allow_newer=True) as conn:
+    with reading(path, allow_newer=True, stable=True) as conn:
         conn.execute("BEGIN")  # one consistent snapshot while other processes keep writing
         ids = select_ids(conn, session, source)
         if on_start is not None:
