@@ -461,3 +461,26 @@ def test_maintain_drops_extra_data_that_sessions_deleted_by_hermes_left_behind(t
     assert sum(raw_scalar(path, extra_rows, (s,)) for s in kept) == others
     assert cli_json("--db", path, "maintain")[1]["extra_rows_dropped"] == 0
     assert "extra data" not in cli("--db", path, "maintain").stdout  # said only when there was some
+
+
+def test_a_long_index_rebuild_is_refused_while_another_process_has_the_database_open(healthy, monkeypatch):
+    """A rebuild of the search index holds the write lock throughout: past LONG_LOCK_BYTES, a running
+    Hermes' appends would time out while it runs, so with the file open elsewhere it is refused (75)."""
+    from hermes_state_tools.store import opening
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(healthy)!r}); c.execute('SELECT COUNT(*) FROM sessions').fetchone()\n"
+        "print('open', flush=True); time.sleep(60)")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        assert cli("--db", healthy, "rebuild-fts").exit_code == 0  # a small file: the lock is short
+        monkeypatch.setattr(opening, "LONG_LOCK_BYTES", 0)
+        before = file_digests(healthy)
+        result = cli("--db", healthy, "rebuild-fts")
+        assert result.exit_code == 75 and "stop Hermes" in result.stderr, result.stderr
+        assert unchanged(healthy, before)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli("--db", healthy, "rebuild-fts").exit_code == 0  # nobody else has it open

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.search import trigram
-from hermes_state_tools.store.opening import writing
+from hermes_state_tools.store.opening import refuse_long_lock_while_open, writing
 from hermes_state_tools.tables import fts
 
 
@@ -30,6 +30,7 @@ def rebuild_fts_file(path: Path) -> RebuildReport:
         return missing, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
     with writing(path, full=True) as (_conn, runner):
+        refuse_long_lock_while_open(path, "rebuild-fts")
         recreated, count = runner.run(rebuild)
     return RebuildReport(str(path), count, tuple(recreated))
 

@@ -21,7 +21,7 @@ from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.maintenance.recover import rebuild_in_place
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
-from hermes_state_tools.store.opening import require_supported, writing
+from hermes_state_tools.store.opening import refuse_long_lock_while_open, require_supported, writing
 from hermes_state_tools.tables import counters, foreign_rows, fts, lineage, titles
 from hermes_state_tools.upgrade import steps
 
@@ -199,6 +199,10 @@ FIXES: dict[str, Fix] = {
 }
 
 
+# Fixes that rebuild an index or the search index from every row: the write lock is held throughout.
+REBUILDS_FTS = frozenset({"fts_out_of_sync", "missing_trigger", "missing_index"})
+
+
 def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
     """Run the fix of every kind found, inside the caller's transaction; returns every change."""
     run = _Run(conn)
@@ -260,6 +264,8 @@ def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...]
     backup = backup_if_schema_changes(path, progress) if "schema_version" in kinds else None
     step(progress, "fixing")
     with writing(path) as (_conn, runner):
+        if kinds & REBUILDS_FTS:
+            refuse_long_lock_while_open(path, "repair (its search index rebuild)")
         changes = runner.run(lambda c: apply_fixes(c, kinds))
     # Verified on what was committed, read-only, so the write lock is not held for the checks.
     return RepairReport(problems, tuple(changes), tuple(check_file(path, progress=progress)), False, backup)

@@ -27,12 +27,13 @@ from hermes_state_tools.core.file_header import page_size_of_pages
 from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
+    DatabaseInUseError,
     DatabaseLockedError,
     NotAHermesDatabaseError,
     SchemaTooNewError,
     StorageIOError,
 )
-from hermes_state_tools.store.files import remove_stale_temps
+from hermes_state_tools.store.files import others_have_open, remove_stale_temps
 
 # read_open is this module's private helper: what other modules need of it is re-exported here.
 from hermes_state_tools.store.read_open import ReadConnection as ReadConnection
@@ -261,6 +262,21 @@ def require_sound(path: Path, full: bool = False) -> int | None:
     schema, sound, before anything writes to it; returns its stored version. `full`: see damage_found."""
     require_database_file(path)
     return _proven(path, lambda: _look(path, False, False, hermes=True), full)
+
+
+# Above this size a rebuild of the search index holds the write lock longer than a writer waits for it
+# (measured: about 6-10 MB a second on a busy 2-core machine; Hermes' appends give up after about 17 s).
+LONG_LOCK_BYTES = 32 * 2**20
+
+
+def refuse_long_lock_while_open(path: Path, what: str) -> None:
+    """Refuse (DatabaseInUseError, exit 75) work that holds the write lock for many seconds while another
+    process has the database open: its writes (a running Hermes' appends) would time out and fail."""
+    if path.stat().st_size > LONG_LOCK_BYTES and others_have_open(path):
+        size = path.stat().st_size / 2**20
+        raise DatabaseInUseError(f"{path}: {what} holds the write lock for the whole rebuild (about {size / 8:.0f} s "
+                                 f"at {size:.0f} MiB), and another process has the database open: its writes would "
+                                 "time out; stop Hermes (the gateway) and run it again")
 
 
 @contextmanager
