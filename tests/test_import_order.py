@@ -206,3 +206,21 @@ def test_a_short_reply_said_twice_is_matched_with_the_stored_one_of_its_time(tmp
     assert [(m["role"], m["content"]) for m in stored] == [(role, text) for role, text, _ in lines]
     assert [m["timestamp"] for m in stored] == [late - 540, late - 480, late]
     assert stats.messages_imported == 2 and "retimed" not in [p.kind for p in stats.problems]
+
+
+def test_an_exchange_said_twice_stays_twice_when_the_database_holds_only_the_latest_turn(tmp_path: Path) -> None:
+    """An untimed snapshot repeats an exchange; the database holds only the session's latest turn, so
+    it cannot say how often the exchange was said (an inflated snapshot is judged only against timed
+    copies that start where it starts)."""
+    db_path = tmp_path / "state.db"
+    with SessionDB(db_path) as db:
+        db.create_session(SID, "cli")
+        db.append_message(SID, "user", "continue")
+        db.append_message(SID, "assistant", "Done.")
+    said = ["migrate the tables", "Step 1 of 3 ready.", "continue", "Done.", "continue", "Done."]
+    (tmp_path / f"session_{SID}.json").write_text(json.dumps({"session_id": SID, "messages": [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": text} for n, text in enumerate(said)]}))
+    stats = import_paths(db_path, [tmp_path / f"session_{SID}.json"])
+    with SessionDB(db_path) as db:
+        assert [m["content"] for m in db.get_messages(SID)] == said
+    assert stats.messages_imported == 4

@@ -167,9 +167,13 @@ def inflated(keys: Sequence[Key], reference: Sequence[Key]) -> set[int]:
     """Indexes of an untimed copy's messages that repeat an exchange more often in a row than the timed
     copies (`reference`) do: a gateway bug, fixed in March 2026, wrote each message 2-3 times, and
     snapshots taken from it repeat every exchange (q1 a1 q1 a1 q2 a2 q2 a2 ...). The timed copies'
-    multiplicity wins; an exchange they do not hold at all is left alone."""
+    multiplicity wins; an exchange they do not hold at all is left alone. Only timed copies that start
+    where this one starts can say how often an exchange was said: a database holding only a session's
+    latest turns holds one of an exchange really said twice, and nothing is dropped then."""
     ours, theirs = _exchanges(keys), _exchanges(reference)
     dropped: set[int] = set()
+    if not ours or not theirs or ours[0][0] != theirs[0][0]:
+        return dropped
     matcher = SequenceMatcher(None, [e for e, _ in ours], [e for e, _ in theirs], autojunk=False)
     for block in matcher.get_matching_blocks():
         for offset in range(block.size):
