@@ -47,14 +47,38 @@ def test_a_parent_link_named_in_the_same_import_moves_the_snapshot_to_the_child(
     assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)
 
 
-def test_without_a_parent_link_the_file_name_decides(tmp_path):
+def test_without_a_parent_link_a_summary_under_an_earlier_sessions_name_is_its_childs(tmp_path):
+    """No link says so, but the snapshot opens with a compression summary and the id inside was created
+    after the file's session: the child's messages, the child linked to the file's session."""
     folder = tmp_path / "sessions"
     folder.mkdir()
     snapshot(folder)
     code, doc = import_json(tmp_path / "state.db", folder, options=["--tz", "UTC"])
     assert code == 0
-    assert [r["id"] for r in query(tmp_path / "state.db", "SELECT id FROM sessions")] == [PARENT]
-    assert "session_id_mismatch" in [p["kind"] for p in doc["problems"]]
+    rows = query(tmp_path / "state.db", "SELECT id, parent_session_id FROM sessions")
+    assert [(r["id"], r["parent_session_id"]) for r in rows] == [(CHILD, None)]  # the parent is not here yet
+    assert {"session_id_mismatch", "compression_child", "missing_parent"} <= {p["kind"] for p in doc["problems"]}
+
+
+def test_the_child_snapshot_beside_both_transcripts_comes_in_once_under_the_child(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    stamp = {"timestamp": "2026-03-10T08:00:00"}
+    (folder / f"{PARENT}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"role": "user", "content": "Refactor the parser", **stamp},
+        {"role": "assistant", "content": "On it.", **stamp})))
+    (folder / f"{CHILD}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"role": "user", "content": SUMMARY}, {"role": "user", "content": "Now step 3"},
+        {"role": "assistant", "content": "Step 3 done."})))
+    snapshot(folder)
+    code, doc = import_json(tmp_path / "state.db", folder, options=["--tz", "UTC"])
+    assert code == 0, doc["problems"]
+    rows = query(tmp_path / "state.db", "SELECT session_id, content FROM messages ORDER BY session_id, id")
+    assert [(r["session_id"], r["content"]) for r in rows] == [
+        (PARENT, "Refactor the parser"), (PARENT, "On it."),
+        (CHILD, SUMMARY), (CHILD, "Now step 3"), (CHILD, "Step 3 done.")]
+    links = query(tmp_path / "state.db", "SELECT id, parent_session_id FROM sessions ORDER BY id")
+    assert [(r["id"], r["parent_session_id"]) for r in links] == [(PARENT, None), (CHILD, PARENT)]
 
 
 def test_a_session_compressed_twice_leaves_its_grandchild_under_the_first_name(tmp_path):

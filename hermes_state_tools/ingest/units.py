@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -91,20 +92,37 @@ def _descends_from(session_id: str, ancestor: str, parents: dict[str, str]) -> b
     return False
 
 
-def _as_child(record: LegacySession, parents: dict[str, str]) -> tuple[LegacySession, Problem | None]:
+_STARTED = re.compile(r"\d{8}_\d{6}")  # a Hermes session id starts with its creation time
+
+
+def _started_later(inner: str, outer: str) -> bool:
+    """Both ids carry their creation time and the inner session was created after the outer one."""
+    a, b = _STARTED.match(inner), _STARTED.match(outer)
+    return a is not None and b is not None and a.group() > b.group()
+
+
+def _as_child(record: LegacySession, parents: dict[str, str],
+              unlinked: bool = False) -> tuple[LegacySession, Problem | None]:
     """Between late February and late March 2026, after compression split a session, the snapshot of
     the child's conversation went to session_<parent id>.json with the child's id inside. The file's
     name was never moved on, so a session compressed twice left its grandchild there: when the id
-    inside descends from the file's session, the copy is that descendant's."""
+    inside descends from the file's session, the copy is that descendant's. `unlinked` (a snapshot
+    `_may_be_child` picked, and no link this import knows joins the two): the copy is the child's too
+    when the id inside was created after the file's session, and the child is linked to it."""
     inner = record.extra.get("snapshot_session_id")
-    if record.kind != "snapshot" or not isinstance(inner, str) or not _descends_from(inner, record.session_id,
-                                                                                      parents):
+    if record.kind != "snapshot" or not isinstance(inner, str):
         return record, None
+    fields = record.fields
+    if not _descends_from(inner, record.session_id, parents):
+        if not (unlinked and inner not in parents and _started_later(inner, record.session_id)):
+            return record, None
+        fields = {**fields, "parent_session_id": record.session_id}
     extra = {k: v for k, v in record.extra.items() if k != "snapshot_session_id"}
     extra["snapshot_file_session_id"] = record.session_id
     detail = (f"the file is named after session {record.session_id} but holds its compression child {inner} "
               "(a snapshot bug of February-March 2026); its messages belong to the child")
-    return replace(record, session_id=inner, extra=extra), Problem(record.file, None, "compression_child", detail)
+    return (replace(record, session_id=inner, extra=extra, fields=fields),
+            Problem(record.file, None, "compression_child", detail))
 
 
 def _may_be_child(record: LegacySession) -> bool:
@@ -157,7 +175,10 @@ class UnitReader:
                 self.log.problems.append(Problem(record.file, None, "lone_surrogate", (
                     f"the session id (from the file name or the file) held bytes or an escape that are not "
                     f"UTF-8 text; stored as {record.session_id!r}, with U+FFFD in their place")))
-            record, moved = _as_child(record, self.parents) if self.parents else (record, None)
+            # Read again for the unit of `session_id` (a replan): a child this import placed unlinked is its.
+            unlinked = session_id is not None and _may_be_child(record) and (
+                record.extra.get("snapshot_session_id") == session_id)
+            record, moved = _as_child(record, self.parents, unlinked) if self.parents or unlinked else (record, None)
             if session_id is None or record.session_id == session_id:
                 if moved is not None:
                     self.log.problems.append(moved)
@@ -197,7 +218,7 @@ class UnitReader:
                 self._learn(record)
                 yield self.unit(record.session_id, [record], [path])
         for record, path in deferred:
-            record, moved = _as_child(record, self.parents)
+            record, moved = _as_child(record, self.parents, unlinked=True)
             if moved is not None:
                 self.log.problems.append(moved)
             yield self.unit(record.session_id, [record], [path])
