@@ -175,12 +175,20 @@ def open_for_reading(path: Path, *, tolerate_schema_damage: bool = True, stable:
 
 
 _STABLE_TRIES = 4
+_STABLE_SLACK = 64 << 20  # left free in the temp folder beyond the copy
 
 
 def _stable_copy(path: Path, tolerate_schema_damage: bool) -> ReadConnection | None:
     """A connection to a private copy of `path` made while no writer changed it (its size, time and
     inode the same before and after the copy), or None: it changed under every try, or there is no
-    room for a copy."""
+    room for a copy in the temp folder (a file of gigabytes on a small /tmp is read in place)."""
+    try:
+        wal = sidecar_paths(path)[0]
+        needed = path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+        if shutil.disk_usage(tempfile.gettempdir()).free < needed * 1.1 + _STABLE_SLACK:
+            return None
+    except OSError:
+        return None
     for _attempt in range(_STABLE_TRIES):
         before = _identity(path)
         try:
