@@ -99,12 +99,10 @@ def _write_session_row(conn: sqlite3.Connection, plan: Prepared, problems: list[
     if row.get("title"):
         row["title"] = _unique_title(conn, plan.session_id, row["title"], problems)
     parent = row.get("parent_session_id")
-    if parent is not None and not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone():
-        # The parent may come later in this import: the link is kept in extra data and restored
-        # by the final pass (or by a re-run, which fills NULL fields).
-        row["parent_session_id"], extra = None, {"parent_session_id": parent, **extra}
-    elif parent is not None and lineage.closes_cycle(conn, plan.session_id, parent):
-        # Kept aside too: the final pass finds it still closes a cycle, and says so.
+    if parent is not None and (not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (parent,)).fetchone()
+                               or lineage.closes_cycle(conn, plan.session_id, parent)):
+        # The parent may come later in this import, or the link would close a cycle: it is kept in extra
+        # data, and the final pass restores it (or a re-run, which fills NULL fields) or says why not.
         row["parent_session_id"], extra = None, {"parent_session_id": parent, **extra}
     row = session_values(plan, row)
     if plan.create:

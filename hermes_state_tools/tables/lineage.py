@@ -32,26 +32,19 @@ def compression_tip(conn: sqlite3.Connection, session_id: str) -> str:
 
 def closes_cycle(conn: sqlite3.Connection, session_id: str, parent: str) -> bool:
     """Whether linking `session_id` to `parent` would close a lineage cycle: the parent is the session
-    itself or descends from it (whatever the connection's row factory)."""
-    current = parent
-    for _ in range(MAX_LINEAGE_DEPTH):
-        if current == session_id:
-            return True
-        row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (current,)).fetchone()
-        if row is None or row[0] is None:
-            return False
-        current = row[0]
-    return False
+    itself or descends from it."""
+    return parent == session_id or session_id in ancestors(conn, parent)
 
 
 def ancestors(conn: sqlite3.Connection, session_id: str) -> list[str]:
-    """Parent, grandparent, ... of a session, nearest first; stops at a cycle."""
+    """Parent, grandparent, ... of a session, nearest first; stops at a cycle (whatever the connection's
+    row factory)."""
     chain: list[str] = []
     seen = {session_id}
     current = session_id
     for _ in range(MAX_LINEAGE_DEPTH):
         row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (current,)).fetchone()
-        parent = row["parent_session_id"] if row else None
+        parent = row[0] if row else None
         if parent is None or parent in seen:
             break
         chain.append(parent)
