@@ -24,7 +24,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,23 +197,18 @@ def _destroyed(conn: sqlite3.Connection, ids: tuple[int, ...]) -> set[int]:
     wrote (locate_damage.written_text: stray zero bytes, bytes that are not UTF-8): bytes destroyed
     inside a page whose structure held, out of integrity_check's reach. Their text is what was lost,
     not their index entry, and rebuilding the index from it would erase the last record of the words."""
-    found: set[int] = set()
+    rows = _of_messages(conn, "id, CAST(content AS BLOB)", ids)
+    return {doc for doc, raw in rows if isinstance(raw, bytes) and not written_text(raw)}
+
+
+def _of_messages(conn: sqlite3.Connection, columns: str, message_ids: Iterable[int]) -> Iterator[sqlite3.Row]:
+    """`SELECT columns FROM messages` for these ids, _CHUNK ids a statement."""
+    ids = list(message_ids)
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(f"SELECT id, CAST(content AS BLOB) FROM messages WHERE id IN ({marks})", chunk)
-        found.update(doc for doc, raw in rows if isinstance(raw, bytes) and not written_text(raw))
-    return found
+        yield from conn.execute(f"SELECT {columns} FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk)
 
 
 def sessions_of(conn: sqlite3.Connection, message_ids: Iterable[int]) -> tuple[str, ...]:
     """The sessions these messages belong to, sorted."""
-    ids = list(message_ids)
-    found: set[str] = set()
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start:start + _CHUNK]
-        rows = conn.execute(
-            f"SELECT DISTINCT session_id FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk
-        )
-        found.update(row[0] for row in rows)
-    return tuple(sorted(found))
+    return tuple(sorted({row[0] for row in _of_messages(conn, "DISTINCT session_id", message_ids)}))

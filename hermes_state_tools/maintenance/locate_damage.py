@@ -96,11 +96,17 @@ def _owner(conn: sqlite3.Connection, line: str, objects: dict[str, str]) -> str 
 _MULTIMODAL = MULTIMODAL_PREFIX.encode()
 
 
+def stray_zero(text: str | bytes) -> bool:
+    """A zero byte in stored text other than the one that starts Hermes' own JSON-content marker."""
+    if isinstance(text, bytes):
+        return b"\0" in text.removeprefix(_MULTIMODAL)
+    return "\0" in text.removeprefix(MULTIMODAL_PREFIX)
+
+
 def written_text(raw: bytes) -> bool:
-    """Whether stored text is what a writer could have written: no zero byte (but the one that starts
-    Hermes' own JSON-content marker), valid UTF-8 (Hermes writes Python strings; zeros and stray bytes
-    are what a destroyed page leaves)."""
-    if b"\0" in raw.removeprefix(_MULTIMODAL):
+    """Whether stored text is what a writer could have written: no stray zero byte, valid UTF-8 (Hermes
+    writes Python strings; zeros and stray bytes are what a destroyed page leaves)."""
+    if stray_zero(raw):
         return False
     try:
         raw.decode("utf-8")

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
-from hermes_state_tools.core.jsonutil import MULTIMODAL_PREFIX
 from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
-from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES
+from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES, stray_zero
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
 from hermes_state_tools.store.opening import ReadConnection, open_pages, open_read_connection, refuse_newer
 from hermes_state_tools.store.wal_frames import WalBreak, find_break
@@ -245,13 +244,13 @@ def _decoded(raw: bytes) -> str:
 
 
 def _as_written(table: str, key: object, row: dict[str, Any], report: SalvageReport) -> dict[str, Any]:
-    """The row with plain text values; one whose text was destroyed (locate_damage.written_text) is
-    named in the report."""
+    """The row with plain text values; one whose text was destroyed (not UTF-8, or a stray zero byte:
+    locate_damage.written_text) is named in the report."""
     destroyed = False
     for name, value in row.items():
         if isinstance(value, _Mended):
             row[name], destroyed = str(value), True
-        elif isinstance(value, str) and "\0" in value.removeprefix(MULTIMODAL_PREFIX):
+        elif isinstance(value, str) and stray_zero(value):
             destroyed = True
     if destroyed:
         report.rows_damaged.append(f"{table} {key}")
