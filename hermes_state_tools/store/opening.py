@@ -272,10 +272,11 @@ LONG_LOCK_BYTES = 32 * 2**20
 def refuse_long_lock_while_open(path: Path, what: str) -> None:
     """Refuse (DatabaseInUseError, exit 75) work that holds the write lock for many seconds while another
     process has the database open: its writes (a running Hermes' appends) would time out and fail."""
-    if path.stat().st_size > LONG_LOCK_BYTES and others_have_open(path):
-        size = path.stat().st_size / 2**20
-        raise DatabaseInUseError(f"{path}: {what} holds the write lock for the whole rebuild (about {size / 8:.0f} s "
-                                 f"at {size:.0f} MiB), and another process has the database open: its writes would "
+    size = path.stat().st_size
+    if size > LONG_LOCK_BYTES and others_have_open(path):
+        size //= 2**20
+        raise DatabaseInUseError(f"{path}: {what} holds the write lock for the whole rebuild (about {size // 8} s "
+                                 f"at {size} MiB), and another process has the database open: its writes would "
                                  "time out; stop Hermes (the gateway) and run it again")
 
 

@@ -91,12 +91,13 @@ def _header(handle: BinaryIO) -> _Header | None:
     for size in sizes:
         handle.seek(_HEADER)
         first, second = handle.read(_FRAME_HEADER + size), handle.read(_FRAME_HEADER + size)
+        if len(first) < _FRAME_HEADER + size:
+            continue  # not one whole frame of this size
         for big in orders:
-            prefix = (_MAGIC[big].to_bytes(4, "big") + data[4:8] + size.to_bytes(4, "big") + data[12:16]
-                      + first[8:16])
-            if len(first) == _FRAME_HEADER + size and _frames_check_out(first, second, stored, big):
+            if _frames_check_out(first, second, stored, big):
                 handle.seek(_HEADER)
-                return _Header(prefix, False, stored)
+                layout = _MAGIC[big].to_bytes(4, "big") + data[4:8] + size.to_bytes(4, "big") + data[12:16]
+                return _Header(layout + first[8:16], False, stored)
     return None
 
 
