@@ -92,7 +92,7 @@ def test_the_snapshot_is_private_and_removed_afterwards(tmp_path, monkeypatch):
 
     def spy(path: Path, copy: Path) -> bool | None:
         made.append(copy)
-        assert copy.parent == scratch and copy.stat().st_mode & 0o077 == 0
+        assert copy.parent.parent == scratch and copy.parent.stat().st_mode & 0o077 == 0  # a private folder
         return real_check_copy(path, copy)
 
     monkeypatch.setattr(fts_agreement, "_check_copy", spy)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sqlite3
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -205,6 +207,34 @@ def quiet_broken_pipe() -> NoReturn:
 INTERRUPTED = "interrupted; nothing was left half-written, re-run to finish"
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stops_as_interrupts() -> Iterator[None]:
+    """SIGTERM (`timeout`, `systemctl stop`, `kill`) and SIGHUP (a closed terminal) end a command as
+    Ctrl-C does: what was committed stays whole, and the cleanups that remove a private copy of the
+    database or an import's staging files run, which Python's default for these signals skips. A
+    signal already ignored (`nohup`) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    for sig, handler in before.items():
+        if handler is signal.SIG_DFL:
+            signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            if handler is signal.SIG_DFL:
+                signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 class ToolGroup(click.Group):
     """A click group that turns library errors into one-line messages and the contract's exit codes.
 
@@ -235,6 +265,11 @@ class ToolGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
+        with stops_as_interrupts():
+            self._run_standalone(argv, prog_name, complete_var, **extra)
+
+    def _run_standalone(self, argv: list[str], prog_name: str | None, complete_var: str | None,
+                        **extra: Any) -> NoReturn:
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.errors import StorageIOError
 from hermes_state_tools.ingest.launch import finding_reader, stop_early, stop_reader
-from hermes_state_tools.store.files import require_replaceable
+from hermes_state_tools.store.files import remove_stale_temps, require_replaceable, temp_beside
 from hermes_state_tools.views.export import FORMATS, export_file
 
 if TYPE_CHECKING:
@@ -226,12 +225,15 @@ def _write_export(output: Path | None, write: Any) -> None:
 
 
 def _write_atomically(output: Path, write: Any) -> None:
-    """Write to a temporary file beside `output`, then rename: a crash never leaves half an export."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
+    """Write to a temporary file beside `output`, then rename: a crash never leaves half an export
+    (a killed one leaves its temporary file, which the next export into that folder removes)."""
+    remove_stale_temps(output.parent)
+    temporary = temp_beside(output, "export")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
             write(out)
         os.replace(temporary, output)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

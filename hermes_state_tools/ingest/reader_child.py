@@ -2,7 +2,7 @@
 sends the batch down its channel; the importing process acknowledges each committed batch on stdin.
 
 Started by worker.remote_batches. When the importing process goes away (its end of stdin
-closes), the reader stops and removes its staging folder. It ignores Ctrl-C (the importing
+closes), the reader stops and removes its staging folder. It ignores Ctrl-C, SIGTERM and SIGHUP (the importing
 process handles it and the reader follows through the pipes), and its stdout is stderr: the
 channel is a private copy of the original stdout, so nothing printed can garble a frame.
 """
@@ -17,13 +17,13 @@ import shutil
 import signal
 import sqlite3
 import sys
-import tempfile
 import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from hermes_state_tools.core import scratch
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import READ_AHEAD, Find, Read, send
@@ -77,7 +77,7 @@ def _staging_folder() -> Path | None:
     """A private folder (0700) for the staging files; None (rows then travel in the pipe) when the
     temporary directory cannot take one."""
     try:
-        return Path(tempfile.mkdtemp(prefix="hermes-state-import-"))
+        return scratch.make_dir("import")
     except OSError:
         return None
 
@@ -156,7 +156,10 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C, SIGTERM or a closed terminal reach the importing process too; it decides, and the end
+    # of its pipe stops this one.
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.SIG_IGN)
     gc.disable()  # collected every COLLECT_EVERY batches instead (serve)
     # Binding None makes Python's sqlite3 look for an adapter it never finds (a tuple built, a dict
     # missed, two attribute look-ups) before it binds NULL; most staged values past the text are None.

@@ -19,7 +19,6 @@ schema, compared with the index token by token through fts5vocab 'instance' tabl
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sqlite3
@@ -28,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_state_tools.core import scratch
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
 from hermes_state_tools.errors import HermesStateError
 from hermes_state_tools.maintenance.locate_damage import written_text
@@ -125,18 +125,16 @@ def snapshot_agrees(path: Path) -> bool | None:
     folder = _snapshot_dir(path, size)
     if folder is None:
         return None
-    fd, name = tempfile.mkstemp(prefix=".hst-check-", suffix=".db", dir=folder)  # 0600
-    os.close(fd)
     try:
-        return _check_copy(path, Path(name))
+        scratch_dir = scratch.make_dir("check", folder)
+    except OSError:
+        return None
+    try:
+        return _check_copy(path, scratch_dir / "copy.db")
     except (sqlite3.Error, OSError, HermesStateError):
         return None
     finally:
-        for leftover in (name, name + "-journal"):
-            try:
-                os.remove(leftover)
-            except FileNotFoundError:
-                pass
+        shutil.rmtree(scratch_dir, ignore_errors=True)
 
 
 def _wal_size(path: Path) -> int:

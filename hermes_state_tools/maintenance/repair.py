@@ -215,7 +215,7 @@ def _dry_run(path: Path, problems: tuple[Finding, ...], progress: Steps | None) 
     """The same repair on a verified copy: the report is exact and the file is not even opened for writing
     (opening for writing alone may switch a rollback-journal file to WAL)."""
     step(progress, "copying for the dry run")
-    with scratch_copy(path, prefix="hermes-state-repair-") as copy:
+    with scratch_copy(path, purpose="repair") as copy:
         done = repair_file(copy, problems=problems, progress=progress)
     return RepairReport(problems, done.changes, done.unfixed, True)
 
@@ -238,7 +238,7 @@ def _repair_damage(path: Path, problems: tuple[Finding, ...], dry_run: bool) -> 
         raise DamagedDatabaseError(path, f"canonical data is damaged ({', '.join(canonical)}); "
                                          "repair cannot bring it back")
     if dry_run:
-        with scratch_copy(path, as_is=True, prefix="hermes-state-repair-") as copy:  # the backup API refuses damage
+        with scratch_copy(path, as_is=True, purpose="repair") as copy:  # the backup API refuses damage
             done = _repair_damage(copy, problems, False)
         return RepairReport(problems, done.changes, done.unfixed, True)
     doc = rebuild_in_place(path)

@@ -5,14 +5,14 @@ next run removes."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_state_tools.core import paths
+from hermes_state_tools.core import paths, scratch
 from hermes_state_tools.core.connection import is_corrupt, is_io_error
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
@@ -167,18 +167,21 @@ def backup_if_schema_changes(path: Path, progress: Steps | None = None) -> str |
 
 
 @contextmanager
-def scratch_copy(path: Path, *, as_is: bool = False, prefix: str = "hermes-state-dry-run-") -> Iterator[Path]:
+def scratch_copy(path: Path, *, as_is: bool = False, purpose: str = "dry-run") -> Iterator[Path]:
     """A private copy of `path` for a dry run (the same work on the copy makes the report exact and
     leaves the file untouched), removed afterwards. The backup API makes a consistent, verified copy
     of a live file; `as_is` copies the bytes with the WAL instead, for a damaged file the backup's
     verification would refuse."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+    folder = scratch.make_dir(purpose)
+    try:
         if as_is:
-            yield copy_as_is(path, Path(scratch) / "copy")
+            yield copy_as_is(path, folder / "copy")
         else:
-            copy = Path(scratch) / path.name
+            copy = folder / path.name
             backup_database(path, copy)
             yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _dated_backups(source: Path, folder: Path) -> list[Path]:

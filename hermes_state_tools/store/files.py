@@ -19,6 +19,7 @@ import struct
 from pathlib import Path
 
 from hermes_state_tools.core.paths import SIDECAR_SUFFIXES, sidecar_paths
+from hermes_state_tools.core.scratch import alive
 from hermes_state_tools.errors import DestinationExistsError, UnsafeDestinationError
 
 TEMP_MARK = ".hermes-tmp-"
@@ -88,16 +89,6 @@ def temp_beside(dest: Path, purpose: str) -> Path:
     return dest.with_name(f"{dest.name}{TEMP_MARK}{purpose}-{os.getpid()}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != 0
-
-
 def remove_stale_temps(folder: Path) -> list[Path]:
     """Remove the temporary files of earlier runs that were killed (their process is gone)."""
     removed: list[Path] = []
@@ -107,7 +98,7 @@ def remove_stale_temps(folder: Path) -> list[Path]:
         return removed
     for entry in entries:
         match = _TEMP.search(entry.name)
-        if match is None or _alive(int(match.group(1))):
+        if match is None or alive(int(match.group(1))):
             continue
         if f"{TEMP_MARK}swap-" in entry.name:
             _finish_swap(entry)

@@ -25,6 +25,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from hermes_state_tools.core import scratch
 from hermes_state_tools.core.connection import (
     SQLITE_CANTOPEN,
     SQLITE_IOERR,
@@ -90,7 +91,7 @@ def snapshot(path: Path, folder: Path | None = None) -> tuple[Path, Path]:
     """db + its WAL copied into a private folder (a new temp folder unless given); SQLite replays
     the WAL there, on the copy. Returns (folder, copy)."""
     if folder is None:
-        folder = Path(tempfile.mkdtemp(prefix="hermes-state-read-"))
+        folder = scratch.make_dir("read")
     else:
         folder.mkdir(mode=0o700)
     copy = folder / path.name
