@@ -4,14 +4,17 @@ and the bar behind both: a re-run adds nothing, whatever the text."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from import_helpers import import_json, query
 
+from hermes_state_tools import SessionDB
 from hermes_state_tools.ingest.align import cleaned_text, content_key, durable_text
 from hermes_state_tools.ingest.merge_copies import inflated
 
@@ -124,3 +127,40 @@ def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat):
         assert stored == [(m["role"], m["content"]) for m in lines]
         _code, again = import_json(db, folder, options=["--tz", "UTC"])
         assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(words, words, st.integers(61, 3600), st.integers(0, 50)), min_size=2, max_size=7),
+       st.data())
+def test_a_database_holding_the_latest_turns_and_a_backup_holding_the_first_make_the_whole_session(turns, data):
+    """Hermes' database holds a session's latest turns (appended as they happened), a kept backup of its
+    transcript the first ones (each turn dated when it ended); together, or overlapping, they hold every
+    turn. Short replies repeat ("ok" in several turns), so content alone cannot place them: the times do,
+    whenever turns are more than a minute apart. (Whole turns said twice, question and reply, are matched
+    by content: a database's times can be an earlier import's guesses for an untimed snapshot.)"""
+    stored_from = data.draw(st.integers(1, len(turns) - 1), label="database holds turns from")
+    backup_to = data.draw(st.integers(stored_from, len(turns)), label="backup holds turns up to")
+    sid = "20260301_100000_abcdef01"
+    turns = [(f"{question} ({n})", reply, gap, took) for n, (question, reply, gap, took) in enumerate(turns)]
+    starts, clock = [], 1_772_359_200.0  # 2026-03-01 10:00 UTC
+    for _question, _reply, gap, _took in turns:
+        clock += gap
+        starts.append(clock)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "state.db"
+        with SessionDB(db) as store:
+            store.create_session(sid, "telegram")
+            for (question, reply, _gap, took), start in list(zip(turns, starts, strict=True))[stored_from:]:
+                for role, body, at in (("user", question, start), ("assistant", reply, start + took)):
+                    row = store.append_message(sid, role, body)
+                    store._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at, row))
+        lines = [{"role": role, "content": body, "timestamp": datetime.fromtimestamp(
+                    math.ceil(start + took), timezone.utc).replace(tzinfo=None).isoformat()}
+                 for (question, reply, _gap, took), start in list(zip(turns, starts, strict=True))[:backup_to]
+                 for role, body in (("user", question), ("assistant", reply))]
+        (Path(tmp) / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+        import_json(db, Path(tmp) / f"{sid}.jsonl", options=["--tz", "UTC"])
+        rows = query(db, "SELECT role, content FROM messages ORDER BY timestamp, id")
+        assert [(r["role"], r["content"]) for r in rows] == [
+            (role, body) for question, reply, _gap, _took in turns for role, body in (("user", question),
+                                                                                      ("assistant", reply))]

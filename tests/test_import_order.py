@@ -208,6 +208,54 @@ def test_a_short_reply_said_twice_is_matched_with_the_stored_one_of_its_time(tmp
     assert stats.messages_imported == 2 and "retimed" not in [p.kind for p in stats.problems]
 
 
+def _turns(path: Path, turns: list[tuple[str, str, str]]) -> None:
+    """A transcript as the gateway wrote it: each (question, reply, time) one turn, both lines at its time."""
+    path.write_text("".join(json.dumps({"role": role, "content": text, "timestamp": f"2026-01-01T{at}"}) + "\n"
+                            for question, reply, at in turns
+                            for role, text in (("user", question), ("assistant", reply))))
+
+
+def _stored_turns(path: Path, turns: list[tuple[str, str, float]]) -> None:
+    with SessionDB(path) as db:
+        db.create_session(SID, "telegram")
+        for question, reply, at in turns:
+            for offset, (role, text) in enumerate((("user", question), ("assistant", reply))):
+                message_id = db.append_message(SID, role, text)
+                db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at + offset, message_id))
+
+
+def _at(clock: str) -> float:
+    return datetime.fromisoformat(f"2026-01-01T{clock}+00:00").timestamp()
+
+
+def test_a_kept_copy_of_an_earlier_turn_keeps_its_short_reply_when_the_database_holds_a_later_turn(
+        tmp_path: Path) -> None:
+    """The database holds only the latest turn, a kept backup of the transcript only the first; both end
+    with "Thanks!". The backup's reply is dated before the stored question, so it cannot be the stored
+    reply to it: it is the earlier reply, and goes in (it was dropped as already stored)."""
+    db_path = tmp_path / "state.db"
+    _stored_turns(db_path, [("second question", "Thanks!", _at("10:05:00"))])
+    _turns(tmp_path / f"{SID}.jsonl", [("first question", "Thanks!", "10:00:00")])
+    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
+    with SessionDB(db_path) as db:
+        stored = [m["content"] for m in db.get_messages(SID)]
+    assert stored == ["first question", "Thanks!", "second question", "Thanks!"]
+    assert stats.messages_imported == 2
+
+
+def test_a_reply_dated_at_its_turns_end_is_still_the_stored_reply_after_an_unmatched_question(
+        tmp_path: Path) -> None:
+    """The gateway dates a whole turn when it ends, so a transcript's reply is dated after the stored
+    question of its turn, however the two copies of the question differ: the reply is the stored one."""
+    db_path = tmp_path / "state.db"
+    _stored_turns(db_path, [("deploy it", "Deployed.", _at("10:00:00"))])
+    _turns(tmp_path / f"{SID}.jsonl", [("deploy it now", "Deployed.", "10:00:40")])
+    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
+    with SessionDB(db_path) as db:
+        stored = [m["content"] for m in db.get_messages(SID)]
+    assert stored.count("Deployed.") == 1 and stats.messages_imported == 1
+
+
 def test_an_exchange_said_twice_stays_twice_when_the_database_holds_only_the_latest_turn(tmp_path: Path) -> None:
     """An untimed snapshot repeats an exchange; the database holds only the session's latest turn, so
     it cannot say how often the exchange was said (an inflated snapshot is judged only against timed

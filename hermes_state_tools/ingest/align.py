@@ -158,6 +158,30 @@ def _apart(matched: list[int | None], existing: Sequence[float | None], incoming
     return total
 
 
+QUESTION_SLACK_S = 60.0  # the clock's leeway between a stored question and a copy's dating of its turn
+
+
+def unpair_before_questions(matched: list[int | None], existing: Sequence[Key], existing_times: Sequence[float | None],
+                            incoming_times: Sequence[float | None]) -> list[int | None]:
+    """`matched` without the pairs time rules out: an incoming message dated before an unmatched existing
+    user message that the pairing puts ahead of it is not that existing message. A turn's messages are
+    dated at or after its question (the gateway dates a whole turn when it ends), so the pair would say
+    the copy dated a reply before its question: it is an earlier message with the same text ("Thanks!"
+    in an earlier turn), and storing it is right where dropping it as stored lost it."""
+    paired = list(matched)
+    before = -1  # the existing message the last kept pair ends at
+    for new, old in enumerate(matched):
+        if old is None:
+            continue
+        dated = incoming_times[new]
+        if dated is not None and any(existing[k][0] == "user" and (asked := existing_times[k]) is not None
+                                     and asked > dated + QUESTION_SLACK_S for k in range(before + 1, old)):
+            paired[new] = None
+        else:
+            before = old
+    return paired
+
+
 def insertion_points(matched: list[int | None]) -> list[int]:
     """For each incoming message, how many existing messages precede it in the merged order."""
     points, after = [], 0

@@ -13,7 +13,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
-from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key
+from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key, unpair_before_questions
 from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
 from hermes_state_tools.ingest.session_row import first_value, new_row, session_fields
 from hermes_state_tools.ingest.timeline import STEP, place_run
@@ -224,6 +224,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
             repeats = len(dropped)
             matched = align(existing_keys, keys)  # (no times in this copy to choose by)
     matched = realigned(matched, lambda e: _copy_of(slots[e]), existing_keys, [Copy.of(m) for m in incoming], keys)
+    matched = unpair_before_questions(matched, existing_keys, times[0], [m.timestamp for m in incoming])
     additions: dict[int, list[_Slot]] = {}
     masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
