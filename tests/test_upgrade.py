@@ -376,3 +376,59 @@ def test_a_scratch_copy_holds_the_committed_rows_and_goes_away(tmp_path, as_is):
                 with closing(sqlite3.connect(copy)) as conn:
                     assert conn.execute("SELECT id FROM sessions").fetchall() == [("s1",)]
     assert not copy.exists() and not copy.parent.exists()
+
+
+@pytest.mark.parametrize("stored", [0, -1])
+def test_a_version_row_of_zero_or_below_is_read_as_no_version(tmp_path, stored):
+    path = load_fixture("v3", tmp_path)
+    before = {table: rows_by_key(path, table) for table in ("sessions", "messages")}
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE schema_version SET version = ?", (stored,))
+    result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--json", "--no-backup"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["from_version"] == 3
+    with closing(sqlite3.connect(path)) as conn:
+        assert read_version(conn) == SCHEMA_VERSION
+    after = {table: rows_by_key(path, table) for table in before}
+    for table, rows in before.items():  # every row, every value it had (the new columns beside them)
+        assert {key: {c: after[table][key][c] for c in row} for key, row in rows.items()} == rows
+
+
+NEWER_HERMES = textwrap.dedent("""
+    import sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("ALTER TABLE messages ADD COLUMN reasoning TEXT")
+    conn.execute("ALTER TABLE messages ADD COLUMN reasoning_details TEXT")
+    conn.execute("ALTER TABLE messages ADD COLUMN codex_reasoning_items TEXT")
+    conn.execute("ALTER TABLE sessions ADD COLUMN api_call_count INTEGER DEFAULT 0")
+    conn.execute("UPDATE schema_version SET version = 30")
+    print("migrating", flush=True)
+    sys.stdin.readline()
+    conn.execute("COMMIT")
+""")
+
+
+def test_an_upgrade_overtaken_by_a_newer_hermes_migrating_the_file_leaves_its_version_alone(tmp_path):
+    """The upgrade read version 5; a newer Hermes, holding the write lock, migrated the file to 30 meanwhile.
+    Writing 6 over 30 would make that Hermes run its migrations again on columns it already added."""
+    path = load_fixture("v5", tmp_path)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    hermes = subprocess.Popen([sys.executable, "-c", NEWER_HERMES, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert hermes.stdout.readline().strip() == "migrating"
+        upgrade = subprocess.Popen([sys.executable, "-m", "hermes_state_tools", "--db", str(path), "upgrade"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   stdin=subprocess.DEVNULL, env={**os.environ, "HERMES_HOME": "/nonexistent"})
+        seen = upgrade.stderr.readline()
+        assert "waiting for the database" in seen, seen
+        hermes.communicate("commit\n", timeout=60)
+        _out, err = upgrade.communicate(timeout=120)
+    finally:
+        hermes.kill()
+    assert upgrade.returncode == 3, seen + err
+    assert "schema version 30 is newer" in err
+    with closing(sqlite3.connect(path)) as conn:
+        assert read_version(conn) == 30

@@ -22,6 +22,7 @@ from hermes_state_tools.core.schema import (
     read_version,
     table_columns,
 )
+from hermes_state_tools.errors import SchemaTooNewError
 from hermes_state_tools.tables import fts, titles
 
 T = TypeVar("T")
@@ -97,10 +98,11 @@ def is_empty(conn: sqlite3.Connection) -> bool:
 
 
 def starting_version(conn: sqlite3.Connection) -> int:
-    """Where the upgrade starts: the version row, unless it is missing, empty or ahead of the columns."""
+    """Where the upgrade starts: the version row, unless it is missing, empty, no version at all (0 or
+    below) or ahead of the columns."""
     stored = read_version(conn)
     detected = detect_schema_version(conn)
-    if stored is None:
+    if stored is None or stored < 1:
         return detected
     return stored if is_newer(stored) else min(stored, detected)
 
@@ -149,12 +151,24 @@ def restore_structure(conn: sqlite3.Connection) -> tuple[list[str], list[dict[st
     return missing, renames
 
 
-def _step_transaction(version: int) -> Callable[[sqlite3.Connection], list[dict[str, str]]]:
+def refuse_newer_under_lock(conn: sqlite3.Connection) -> None:
+    """Inside a write transaction: a newer Hermes that upgraded the file since it was read (it held the
+    lock meanwhile) now owns it. Writing a version of 6 over its own would make it run its migrations
+    again on a file that already has their columns."""
+    version = read_version(conn)
+    if is_newer(version):
+        assert version is not None
+        path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+        raise SchemaTooNewError(path, version, SCHEMA_VERSION)
+
+
+def _step_transaction(version: int) -> Callable[[sqlite3.Connection], list[dict[str, str]] | None]:
     _, step = STEPS[version]
 
-    def apply(conn: sqlite3.Connection) -> list[dict[str, str]]:
+    def apply(conn: sqlite3.Connection) -> list[dict[str, str]] | None:
+        refuse_newer_under_lock(conn)
         if starting_version(conn) >= version:
-            return []  # another process finished this step while we waited for the lock
+            return None  # another process made this step while we waited for the lock
         renames = step(conn)
         set_version(conn, version)
         return renames
@@ -181,10 +195,13 @@ def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite) -> UpgradeReport:
     start = starting_version(conn)
     report = UpgradeReport(from_version=start, to_version=SCHEMA_VERSION)
     for version in range(start + 1, SCHEMA_VERSION + 1):
-        report.renamed_titles += run(_step_transaction(version))
-        report.steps.append(STEPS[version][0])
+        renames = run(_step_transaction(version))
+        if renames is not None:
+            report.renamed_titles += renames
+            report.steps.append(STEPS[version][0])
     if missing_structure(conn) or read_version(conn) != SCHEMA_VERSION:
         def finish(c: sqlite3.Connection) -> tuple[list[str], list[dict[str, str]]]:
+            refuse_newer_under_lock(c)
             repaired = restore_structure(c)
             set_version(c, SCHEMA_VERSION)
             return repaired
