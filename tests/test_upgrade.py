@@ -432,3 +432,30 @@ def test_an_upgrade_overtaken_by_a_newer_hermes_migrating_the_file_leaves_its_ve
     assert "schema version 30 is newer" in err
     with closing(sqlite3.connect(path)) as conn:
         assert read_version(conn) == 30
+
+
+def test_an_upgrade_that_rebuilds_the_search_index_is_refused_while_the_big_file_is_open_elsewhere(
+        tmp_path, monkeypatch):
+    """Filling a recreated FTS index holds the write lock throughout, as rebuild-fts does: past
+    LONG_LOCK_BYTES a running Hermes' appends would time out, so with the file open elsewhere the
+    upgrade exits 75 before it backs anything up or writes."""
+    from hermes_state_tools.store import opening
+
+    path = load_fixture("trap_no_fts", tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(path)!r}); c.execute('SELECT COUNT(*) FROM sessions').fetchone()\n"
+        "print('open', flush=True); time.sleep(60)")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        monkeypatch.setattr(opening, "LONG_LOCK_BYTES", 0)
+        before = sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()
+        result = CliRunner().invoke(main, ["--db", str(path), "upgrade"])
+        assert result.exit_code == 75 and "stop Hermes" in result.stderr, result.stderr
+        assert (sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert CliRunner().invoke(main, ["--db", str(path), "upgrade"]).exit_code == 0  # nobody else has it open
+    with closing(sqlite3.connect(path)) as conn:
+        _fts_in_sync(conn)

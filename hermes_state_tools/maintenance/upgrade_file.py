@@ -10,7 +10,13 @@ from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
-from hermes_state_tools.store.opening import open_store, require_sound
+from hermes_state_tools.store.opening import (
+    open_read_connection,
+    open_store,
+    refuse_long_lock_while_open,
+    require_sound,
+)
+from hermes_state_tools.upgrade.steps import rebuilds_search_index
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,18 @@ def _run_upgrade(path: Path, backup: str | None, dry_run: bool) -> UpgradeFileRe
                              tuple(report.renamed_titles), tuple(report.repairs), backup, dry_run)
 
 
+def _refuse_long_rebuild_while_open(path: Path) -> None:
+    """An upgrade that recreates the search index fills it in one transaction, as rebuild-fts does: on a
+    big file, a running Hermes' appends would time out meanwhile (75, before any backup is made)."""
+    conn = open_read_connection(path)
+    try:
+        rebuilds = rebuilds_search_index(conn)
+    finally:
+        conn.close()
+    if rebuilds:
+        refuse_long_lock_while_open(path, "upgrade (it rebuilds the search index)")
+
+
 def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
@@ -44,6 +62,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
         with scratch_copy(path) as copy:
             step(progress, "upgrading the copy")
             return _run_upgrade(copy, None, True)
+    _refuse_long_rebuild_while_open(path)
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
     backup_path = backup_if_schema_changes(path, progress) if backup else None
     step(progress, "upgrading")

@@ -220,3 +220,8 @@ def pending(conn: sqlite3.Connection) -> bool:
         or read_version(conn) != SCHEMA_VERSION
         or bool(missing_structure(conn))
     )
+
+
+def rebuilds_search_index(conn: sqlite3.Connection) -> bool:
+    """True when the upgrade would recreate the FTS index and fill it from every message (one long write)."""
+    return not is_empty(conn) and bool(fts.missing_objects(conn))
