@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
 from hermes_state_tools.views.browse import datasette_command, immutable, metadata
+from tests.schema_fixtures import load_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_DATASETTE = importlib.util.find_spec("datasette") is not None
@@ -64,6 +65,15 @@ def test_immutable_only_for_a_copy_not_in_wal_mode(store: Path, tmp_path: Path) 
 def test_browse_refuses_a_missing_file_before_starting_anything(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "nope.db"), "browse"])
     assert result.exit_code == 2 and not (tmp_path / "nope.db").exists()
+
+
+def test_a_file_of_a_newer_schema_is_served_read_only_like_any_other(tmp_path: Path) -> None:
+    """browse only reads: a newer Hermes' file is served (the newer-schema rule refuses only writes)."""
+    path = load_fixture("trap_version_7", tmp_path)
+    before = path.read_bytes()
+    command = datasette_command(path, tmp_path / "m.json", 8001)
+    assert str(path) in command and "--host" in command
+    assert path.read_bytes() == before
 
 
 def test_print_metadata_is_the_json_datasette_reads(store: Path) -> None:

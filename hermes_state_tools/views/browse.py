@@ -103,7 +103,7 @@ def immutable(db_path: Path) -> bool:
 def datasette_command(db_path: Path, metadata_file: Path, port: int, extra: list[str] | None = None,
                       force_immutable: bool = False) -> list[str]:
     """`python -m datasette serve` on 127.0.0.1, read-only (a plain file is opened mode=ro)."""
-    require_supported(db_path)  # a missing, foreign or newer file is refused before a server starts
+    require_supported(db_path, allow_newer=True)  # a missing or foreign file is refused before a server starts
     target = ["-i", str(db_path)] if force_immutable or immutable(db_path) else [str(db_path)]
     return [sys.executable, "-m", "datasette", "serve", *target, "-m", str(metadata_file),
             "--host", HOST, "--port", str(port), "--setting", "sql_time_limit_ms", "3000",
