@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 
 import pytest
@@ -436,3 +437,36 @@ def test_search_on_closed_store_raises_programming_error(db_path):
     store.close()
     with pytest.raises(sqlite3.ProgrammingError):
         store.search_messages("x")
+
+
+@pytest.mark.parametrize("columns", ["role, content", "content, tool_name"])
+def test_a_newer_hermes_index_over_more_columns_is_searched_in_the_text_only(tmp_path, columns):
+    """A newer Hermes may index more than the text (`search` reads such a file on the v6 columns): a
+    role or tool name is no match, and the snippet is cut from the text."""
+    from click.testing import CliRunner
+
+    from hermes_state_tools.cli import main
+
+    path = tmp_path / "state.db"
+    with SessionDB(path) as store:
+        store.create_session("s1", "cli")
+        store.append_message("s1", "user", "the lisbon trip is booked")
+        store.append_message("s1", "assistant", "enjoy lisbon")
+        store.append_message("s1", "tool", "ok", tool_name="terminal", tool_call_id="c1")
+        store.append_message("s1", "user", "a user asked about porto")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE messages_fts")  # (the triggers stay: their names are what a look checks)
+        conn.execute(f"CREATE VIRTUAL TABLE messages_fts USING fts5({columns}, content=messages, content_rowid=id)")
+        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+        conn.execute("UPDATE schema_version SET version = 30")
+    conn.close()
+
+    def search(query: str) -> list[dict]:
+        result = CliRunner().invoke(main, ["--db", str(path), "search", query, "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["results"]
+
+    assert [r["snippet"] for r in search("user")] == ["a >>>user<<< asked about porto"]
+    assert search("terminal") == []
+    assert sorted(r["snippet"] for r in search("lisbon")) == ["enjoy >>>lisbon<<<", "the >>>lisbon<<< trip is booked"]

@@ -11,6 +11,7 @@ from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.jsonutil import content_text
 from hermes_state_tools.search import trigram
 from hermes_state_tools.search.sanitize import contains_cjk, first_term, parse, plain_terms, sanitize_fts5_query
+from hermes_state_tools.tables.fts import text_index
 
 SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS = ">>>", "<<<", "..."
 _SNIPPET_TOKENS = 40
@@ -73,11 +74,13 @@ def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, lis
     """Best matches first (bm25) for an already-sanitized FTS5 query, among its newest `window`
     (default RECENT_WINDOW, see window_for) matches when it has more."""
     where, params = filters
+    index = text_index(conn)
+    fts_query = index.query(fts_query)
     floor = recent_floor(conn, fts_query, filters, window_for(offset, limit, window))
     if floor is not None:
         where, params = f"{where} AND messages_fts.rowid >= ?", [*params, floor]
     sql = _SELECT.format(
-        snippet=f"snippet(messages_fts, 0, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '{SNIPPET_ELLIPSIS}', "
+        snippet=f"snippet(messages_fts, {index.column}, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '{SNIPPET_ELLIPSIS}', "
         f"{_SNIPPET_TOKENS})",
         content="NULL",
     ) + (
@@ -251,7 +254,8 @@ def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None
         return None
     window = window_for(0, limit)
     try:
-        floor = recent_floor(conn, fts_query, _filters(source_filter, None, role_filter), window)
+        floor = recent_floor(conn, text_index(conn).query(fts_query), _filters(source_filter, None, role_filter),
+                             window)
     except sqlite3.OperationalError as exc:
         if is_lock_error(exc):
             raise

@@ -19,6 +19,7 @@ from typing import Any
 
 from hermes_state_tools.core.schema import object_names
 from hermes_state_tools.search.sanitize import CJK_CLASS, CJK_RUN, And, Latin, Node, Not, Or, Substring
+from hermes_state_tools.tables.fts import Index, text_index
 
 TRIGRAM_TABLE = "hst_messages_trigram"
 STATE_TABLE = "hst_messages_trigram_state"
@@ -126,8 +127,9 @@ def fts_expression(node: Node) -> str | None:
 class Compiler:
     """A query tree -> a WHERE condition on `messages m` and its parameters."""
 
-    def __init__(self, mark: int) -> None:
+    def __init__(self, mark: int, index: Index) -> None:
         self.mark = mark  # -1: no side table, substrings are instr() over every message
+        self.index = index
         self.params: list[Any] = []
 
     def mergeable(self, node: Node) -> bool:
@@ -137,8 +139,8 @@ class Compiler:
     def sql(self, node: Node) -> str:
         if isinstance(node, Latin) and not node.phrase and self.mark >= 0:
             return self.latin_word(node)
-        if not isinstance(node, Not) and self.mergeable(node):
-            self.params.append(fts_expression(node))
+        if not isinstance(node, Not) and (expression := fts_expression(node)) is not None and self.mergeable(node):
+            self.params.append(self.index.query(expression))
             return "m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)"
         if isinstance(node, Substring):
             return self.substring(node)
@@ -158,7 +160,7 @@ class Compiler:
     def latin_word(self, node: Latin) -> str:
         """A Latin word: an FTS5 token, or the same word glued to CJK (side table, or the tail)."""
         word = node.text.lower()
-        self.params += [node.fts(), f"% {word}%" if node.prefix else f"% {word} %", self.mark,
+        self.params += [self.index.query(node.fts()), f"% {word}%" if node.prefix else f"% {word} %", self.mark,
                         f" {word}" if node.prefix else f" {word} "]
         return (f"m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
                 f"UNION ALL SELECT rowid FROM {TRIGRAM_TABLE} WHERE glued LIKE ? "
@@ -187,5 +189,5 @@ def condition(conn: sqlite3.Connection, node: Node) -> tuple[str, list[Any]]:
     mark = watermark(conn)
     if mark >= 0:
         conn.create_function(GLUED_FUNCTION, 1, glued_text, deterministic=True)
-    compiler = Compiler(mark)
+    compiler = Compiler(mark, text_index(conn))
     return compiler.sql(node), compiler.params

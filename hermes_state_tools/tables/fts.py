@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import NamedTuple
 
 from hermes_state_tools.core.schema import FTS_TABLE, FTS_TABLE_SQL, TRIGGERS, object_names
+
+
+class Index(NamedTuple):
+    """Where message text sits in this file's FTS table: v6 indexes `content` alone. A newer Hermes may
+    index more columns (tool names, roles); a search then matches and snips the text column only."""
+
+    column: int = 0
+    scoped: bool = False
+
+    def query(self, fts_query: str) -> str:
+        return f"content : ({fts_query})" if self.scoped else fts_query
+
+
+def text_index(conn: sqlite3.Connection) -> Index:
+    names = [row[1] for row in conn.execute(f"PRAGMA table_info({FTS_TABLE})")]
+    if names == ["content"] or "content" not in names:
+        return Index()
+    return Index(names.index("content"), True)
 
 
 def missing_objects(conn: sqlite3.Connection) -> list[str]:
