@@ -459,3 +459,18 @@ def test_an_upgrade_that_rebuilds_the_search_index_is_refused_while_the_big_file
     assert CliRunner().invoke(main, ["--db", str(path), "upgrade"]).exit_code == 0  # nobody else has it open
     with closing(sqlite3.connect(path)) as conn:
         _fts_in_sync(conn)
+
+
+def test_sessions_sharing_a_title_stored_as_a_blob_are_numbered_like_text_ones(tmp_path):
+    """Another program stored a title as a BLOB in two sessions: the unique-title step renames the later
+    one (it crashed with a TypeError, exit 70, and the file could not be upgraded)."""
+    path = load_fixture("v3", tmp_path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("INSERT INTO sessions (id, source, started_at, title) VALUES "
+                     "('b1', 'cli', 1, X'466978'), ('b2', 'cli', 2, X'466978')")
+    result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--json", "--no-backup"])
+    assert result.exit_code == 0, result.output
+    assert {"session_id": "b2", "old": "Fix", "new": "Fix #2"} in json.loads(result.stdout)["renamed_titles"]
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT id, title FROM sessions WHERE id IN ('b1', 'b2') ORDER BY id").fetchall() == [
+            ("b1", b"Fix"), ("b2", "Fix #2")]

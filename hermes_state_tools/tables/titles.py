@@ -126,11 +126,20 @@ def dedupe_titles(conn: sqlite3.Connection) -> list[dict[str, str]]:
     """
     renames: list[dict[str, str]] = []
     for title, holders in shared_titles(conn):
+        text = _as_text(title)
         for session_id in holders[1:]:
-            new = next_title_in_lineage_unchecked(conn, title)
+            new = next_title_in_lineage_unchecked(conn, text)
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (new, session_id))
-            renames.append({"session_id": session_id, "old": title, "new": new})
+            renames.append({"session_id": session_id, "old": text, "new": new})
     return renames
+
+
+def _as_text(title: object) -> str:
+    """A title as text: another program may have stored one as a BLOB or a number (the first holder keeps
+    it as it is; the renamed ones get text)."""
+    if isinstance(title, bytes):
+        return title.decode("utf-8", "replace")
+    return title if isinstance(title, str) else str(title)
 
 
 def next_title_in_lineage_unchecked(conn: sqlite3.Connection, title: str) -> str:
