@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hermes_state_tools import SessionDB
-from hermes_state_tools.ingest import import_paths
+from hermes_state_tools.ingest import ImportStats, import_paths
 
 SID = "20260101_000000_aaaaaaaa"
 
@@ -215,17 +215,22 @@ def _turns(path: Path, turns: list[tuple[str, str, str]]) -> None:
                             for role, text in (("user", question), ("assistant", reply))))
 
 
-def _stored_turns(path: Path, turns: list[tuple[str, str, float]]) -> None:
-    with SessionDB(path) as db:
+def _turns_imported(tmp_path: Path, stored: list[tuple[str, str, str]], transcript: list[tuple[str, str, str]]
+                    ) -> tuple[list[str], ImportStats]:
+    """The `stored` turns appended as Hermes does (the reply a second after its question), then the
+    `transcript` imported: the session's texts in order, and the import's stats."""
+    db_path = tmp_path / "state.db"
+    with SessionDB(db_path) as db:
         db.create_session(SID, "telegram")
-        for question, reply, at in turns:
+        for question, reply, clock in stored:
+            at = datetime.fromisoformat(f"2026-01-01T{clock}+00:00").timestamp()
             for offset, (role, text) in enumerate((("user", question), ("assistant", reply))):
                 message_id = db.append_message(SID, role, text)
                 db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at + offset, message_id))
-
-
-def _at(clock: str) -> float:
-    return datetime.fromisoformat(f"2026-01-01T{clock}+00:00").timestamp()
+    _turns(tmp_path / f"{SID}.jsonl", transcript)
+    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
+    with SessionDB(db_path) as db:
+        return [m["content"] for m in db.get_messages(SID)], stats
 
 
 def test_a_kept_copy_of_an_earlier_turn_keeps_its_short_reply_when_the_database_holds_a_later_turn(
@@ -233,12 +238,8 @@ def test_a_kept_copy_of_an_earlier_turn_keeps_its_short_reply_when_the_database_
     """The database holds only the latest turn, a kept backup of the transcript only the first; both end
     with "Thanks!". The backup's reply is dated before the stored question, so it cannot be the stored
     reply to it: it is the earlier reply, and goes in (it was dropped as already stored)."""
-    db_path = tmp_path / "state.db"
-    _stored_turns(db_path, [("second question", "Thanks!", _at("10:05:00"))])
-    _turns(tmp_path / f"{SID}.jsonl", [("first question", "Thanks!", "10:00:00")])
-    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
-    with SessionDB(db_path) as db:
-        stored = [m["content"] for m in db.get_messages(SID)]
+    stored, stats = _turns_imported(tmp_path, [("second question", "Thanks!", "10:05:00")],
+                                    [("first question", "Thanks!", "10:00:00")])
     assert stored == ["first question", "Thanks!", "second question", "Thanks!"]
     assert stats.messages_imported == 2
 
@@ -247,12 +248,8 @@ def test_a_reply_dated_at_its_turns_end_is_still_the_stored_reply_after_an_unmat
         tmp_path: Path) -> None:
     """The gateway dates a whole turn when it ends, so a transcript's reply is dated after the stored
     question of its turn, however the two copies of the question differ: the reply is the stored one."""
-    db_path = tmp_path / "state.db"
-    _stored_turns(db_path, [("deploy it", "Deployed.", _at("10:00:00"))])
-    _turns(tmp_path / f"{SID}.jsonl", [("deploy it now", "Deployed.", "10:00:40")])
-    stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
-    with SessionDB(db_path) as db:
-        stored = [m["content"] for m in db.get_messages(SID)]
+    stored, stats = _turns_imported(tmp_path, [("deploy it", "Deployed.", "10:00:00")],
+                                    [("deploy it now", "Deployed.", "10:00:40")])
     assert stored.count("Deployed.") == 1 and stats.messages_imported == 1
 
 
