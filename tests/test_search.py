@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+from contextlib import closing
 
 import pytest
 from helpers import session_with_messages
@@ -439,15 +440,8 @@ def test_search_on_closed_store_raises_programming_error(db_path):
         store.search_messages("x")
 
 
-@pytest.mark.parametrize("columns", ["role, content", "content, tool_name"])
-def test_a_newer_hermes_index_over_more_columns_is_searched_in_the_text_only(tmp_path, columns):
-    """A newer Hermes may index more than the text (`search` reads such a file on the v6 columns): a
-    role or tool name is no match, and the snippet is cut from the text."""
-    from click.testing import CliRunner
-
-    from hermes_state_tools.cli import main
-
-    path = tmp_path / "state.db"
+def _newer_store(path, fts_sql, triggers=True):
+    """A v6 store as a newer Hermes (schema 30) reshaped its search index: `fts_sql` creates it."""
     with SessionDB(path) as store:
         store.create_session("s1", "cli")
         store.append_message("s1", "user", "the lisbon trip is booked")
@@ -456,17 +450,47 @@ def test_a_newer_hermes_index_over_more_columns_is_searched_in_the_text_only(tmp
         store.append_message("s1", "user", "a user asked about porto")
     conn = sqlite3.connect(path)
     with conn:
-        conn.execute("DROP TABLE messages_fts")  # (the triggers stay: their names are what a look checks)
-        conn.execute(f"CREATE VIRTUAL TABLE messages_fts USING fts5({columns}, content=messages, content_rowid=id)")
-        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+        conn.execute("DROP TABLE messages_fts")
+        for (name,) in [] if triggers else conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"
+                                                        ).fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute(fts_sql)
         conn.execute("UPDATE schema_version SET version = 30")
     conn.close()
+    return path
+
+
+def _cli_search(path, query):
+    from click.testing import CliRunner
+
+    from hermes_state_tools.cli import main
+
+    return CliRunner().invoke(main, ["--db", str(path), "search", query, "--json"])
+
+
+@pytest.mark.parametrize(("columns", "triggers"), [("role, content", True), ("content, tool_name", False)])
+def test_a_newer_hermes_index_over_more_columns_is_searched_in_the_text_only(tmp_path, columns, triggers):
+    """A newer Hermes may index more than the text (`search` reads such a file on the v6 columns): a
+    role or tool name is no match, and the snippet is cut from the text. Its triggers may have other
+    names: a read needs only the index."""
+    path = _newer_store(tmp_path / "state.db",
+                        f"CREATE VIRTUAL TABLE messages_fts USING fts5({columns}, content=messages, content_rowid=id)",
+                        triggers)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
 
     def search(query: str) -> list[dict]:
-        result = CliRunner().invoke(main, ["--db", str(path), "search", query, "--json"])
+        result = _cli_search(path, query)
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)["results"]
 
     assert [r["snippet"] for r in search("user")] == ["a >>>user<<< asked about porto"]
     assert search("terminal") == []
     assert sorted(r["snippet"] for r in search("lisbon")) == ["enjoy >>>lisbon<<<", "the >>>lisbon<<< trip is booked"]
+
+
+def test_a_newer_hermes_file_without_the_v6_index_is_not_sent_to_repair(tmp_path):
+    path = _newer_store(tmp_path / "state.db", "CREATE VIRTUAL TABLE message_search USING fts5(content)")
+    result = _cli_search(path, "lisbon")
+    assert result.exit_code == 1
+    assert "newer Hermes (schema 30)" in result.stderr and "repair" not in result.stderr

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.schema import FTS_TABLE, is_newer, read_version
 from hermes_state_tools.errors import SearchIndexMissingError
 from hermes_state_tools.search.query import answer, ranked_among
 from hermes_state_tools.store.opening import reading
@@ -18,10 +20,7 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
     matches were (the query matched more: a common word); `literal_among`: None unless no whole word
     matched and the literal look read only the newest messages, then how many."""
     with reading(path, allow_newer=True) as conn:
-        if missing_objects(conn):
-            raise SearchIndexMissingError(
-                f"{path}: the search index (messages_fts) or its triggers are missing; "
-                "run `hermes-state repair` to rebuild it")
+        _require_index(path, conn)
         require_sources(conn, [source_filter] if isinstance(source_filter, str) else source_filter)
         conn.execute("BEGIN")  # the results and the count from one snapshot
         try:
@@ -30,3 +29,18 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
         finally:
             conn.execute("ROLLBACK")
         return {"results": found.results, "ranked_among": window, "literal_among": found.literal_among}
+
+
+def _require_index(path: Path, conn: sqlite3.Connection) -> None:
+    """The FTS table this search reads, and for a v6 file its triggers (without them it drifts: repair).
+    A newer Hermes may keep its index otherwise; repair never writes its file, so it is not advised."""
+    missing = missing_objects(conn)
+    if not missing:
+        return
+    version = read_version(conn)
+    if not is_newer(version):
+        raise SearchIndexMissingError(f"{path}: the search index ({FTS_TABLE}) or its triggers are missing; "
+                                      "run `hermes-state repair` to rebuild it")
+    if f"table {FTS_TABLE}" in missing:
+        raise SearchIndexMissingError(f"{path}: written by a newer Hermes (schema {version}), it keeps no search "
+                                      f"index named {FTS_TABLE}; a newer hermes-state-tools can search it")
