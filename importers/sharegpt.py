@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from hermes_state_tools.core.records import LegacyMessage, Problem
+from hermes_state_tools.core.records import GENERATED_CALL_PREFIX, LegacyMessage, Problem
 from hermes_state_tools.importers.messages import Where, json_text, normalise_message
 
 ROLES = {"system": "system", "human": "user", "gpt": "assistant", "tool": "tool"}
@@ -26,7 +26,7 @@ class _Pairing:
         self.pending = list(calls)
         for index, call in enumerate(calls):
             if call["id"] is None:
-                call["id"] = f"sharegpt_{self.session_id}_{position}_{index}"
+                call["id"] = f"{GENERATED_CALL_PREFIX}{self.session_id}_{position}_{index}"
                 self.generated.add(id(call))
 
     def answer(self, call_id: str | None, name: str | None) -> tuple[str | None, str | None]:

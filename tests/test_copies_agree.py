@@ -150,6 +150,7 @@ def test_a_database_holding_the_latest_turns_and_a_backup_holding_the_first_make
         db = Path(tmp) / "state.db"
         with SessionDB(db) as store:
             store.create_session(sid, "telegram")
+            store._conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (starts[0], sid))
             for (question, reply, _gap, took), start in list(zip(turns, starts, strict=True))[stored_from:]:
                 for role, body, at in (("user", question, start), ("assistant", reply, start + took)):
                     row = store.append_message(sid, role, body)

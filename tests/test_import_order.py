@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -215,22 +216,37 @@ def _turns(path: Path, turns: list[tuple[str, str, str]]) -> None:
                             for role, text in (("user", question), ("assistant", reply))))
 
 
-def _turns_imported(tmp_path: Path, stored: list[tuple[str, str, str]], transcript: list[tuple[str, str, str]]
-                    ) -> tuple[list[str], ImportStats]:
-    """The `stored` turns appended as Hermes does (the reply a second after its question), then the
-    `transcript` imported: the session's texts in order, and the import's stats."""
+def _clock(clock: str) -> float:
+    return datetime.fromisoformat(f"2026-01-01T{clock}+00:00").timestamp()
+
+
+def _rows_imported(tmp_path: Path, began: float, rows: list[tuple[str, str, float]], lines: list[dict[str, Any]]
+                   ) -> tuple[list[str], ImportStats]:
+    """`rows` (role, content, time) stored as Hermes appended them to the session that began at `began`,
+    then the transcript `lines` imported: the session's texts in order, and the import's stats."""
     db_path = tmp_path / "state.db"
     with SessionDB(db_path) as db:
         db.create_session(SID, "telegram")
-        for question, reply, clock in stored:
-            at = datetime.fromisoformat(f"2026-01-01T{clock}+00:00").timestamp()
-            for offset, (role, text) in enumerate((("user", question), ("assistant", reply))):
-                message_id = db.append_message(SID, role, text)
-                db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at + offset, message_id))
-    _turns(tmp_path / f"{SID}.jsonl", transcript)
+        db._conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (began, SID))
+        for role, content, at in rows:
+            message_id = db.append_message(SID, role, content)
+            db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at, message_id))
+    (tmp_path / f"{SID}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
     with SessionDB(db_path) as db:
         return [m["content"] for m in db.get_messages(SID)], stats
+
+
+def _turns_imported(tmp_path: Path, stored: list[tuple[str, str, str]], transcript: list[tuple[str, str, str]]
+                    ) -> tuple[list[str], ImportStats]:
+    """The `stored` turns appended as Hermes does (the reply a second after its question) to the session
+    that began with the first turn of either, then the `transcript` of turns (both lines dated when the
+    turn ended) imported."""
+    rows = [(role, text, _clock(clock) + offset) for question, reply, clock in stored
+            for offset, (role, text) in enumerate((("user", question), ("assistant", reply)))]
+    lines = [{"role": role, "content": text, "timestamp": f"2026-01-01T{clock}"}
+             for question, reply, clock in transcript for role, text in (("user", question), ("assistant", reply))]
+    return _rows_imported(tmp_path, min(_clock(clock) for *_, clock in stored + transcript), rows, lines)
 
 
 def test_a_kept_copy_of_an_earlier_turn_keeps_its_short_reply_when_the_database_holds_a_later_turn(
@@ -251,6 +267,76 @@ def test_a_reply_dated_at_its_turns_end_is_still_the_stored_reply_after_an_unmat
     stored, stats = _turns_imported(tmp_path, [("deploy it", "Deployed.", "10:00:00")],
                                     [("deploy it now", "Deployed.", "10:00:40")])
     assert stored.count("Deployed.") == 1 and stats.messages_imported == 1
+
+
+def test_a_kept_copy_of_a_turn_the_database_lacks_keeps_its_question_that_a_later_stored_turn_repeats(
+        tmp_path: Path) -> None:
+    """The database lacks a turn (a failed write, an /undo) that a kept copy ends with, and the next stored
+    turn asks the same "ok": the copy's "ok" is dated minutes before the stored one, so it is not it."""
+    history = [("hi there", "Hello!", "10:00:00"), ("what time is it", "10:05", "10:01:00")]
+    stored, stats = _turns_imported(tmp_path, [*history, ("ok", "Bye then.", "10:09:00")],
+                                    [*history, ("ok", "Anything else?", "10:03:00")])
+    assert stored == ["hi there", "Hello!", "what time is it", "10:05", "ok", "Anything else?", "ok", "Bye then."]
+    assert stats.messages_imported == 2
+
+
+def test_rows_a_rewrite_dated_late_still_match_a_copy_from_before_it(tmp_path: Path) -> None:
+    """/undo (or /compress) clears the session and appends it again, at the time of the rewrite: a copy
+    from before holds the same messages at their old times, and they are the stored ones. The undone
+    turn's "ok" is not the "ok" asked live after the rewrite."""
+    turns = [("hi there", "Hello!"), ("ok", "Done."), ("tell me a joke", "Why did..."), ("ok", "Anything else?")]
+    began, rewrite = _clock("10:00:00"), _clock("11:00:00")
+    rows = [(role, text, rewrite + n / 1000) for n, (role, text) in enumerate(
+        (role, text) for question, reply in turns[:3] for role, text in (("user", question), ("assistant", reply)))]
+    rows += [("user", "ok", rewrite + 120), ("assistant", "Undone, and done again.", rewrite + 121)]
+    lines = [{"role": role, "content": text, "timestamp": f"2026-01-01T10:0{n}:00"}
+             for n, (question, reply) in enumerate(turns) for role, text in (("user", question), ("assistant", reply))]
+    stored, stats = _rows_imported(tmp_path, began, rows, lines)
+    assert stored == ["hi there", "Hello!", "ok", "Done.", "tell me a joke", "Why did...", "ok", "Anything else?",
+                      "ok", "Undone, and done again."]
+    assert stats.messages_imported == 2
+
+
+def test_files_read_in_another_time_zone_still_match_the_stored_rows(tmp_path: Path) -> None:
+    """Transcripts written where the clock said 06:00 and read as UTC five hours early: every paired
+    message is dated late by the same hours, a run no coincidence makes; nothing comes in twice."""
+    began = _clock("00:00:00")
+    turns = [("ok", "Deploying."), ("status?", "Done."), ("ok", "Bye.")]
+    rows = [(role, text, _clock(f"06:0{n}:00") + offset) for n, (question, reply) in enumerate(turns)
+            for offset, (role, text) in enumerate((("user", question), ("assistant", reply)))]
+    lines = [{"role": role, "content": text, "timestamp": f"2026-01-01T01:0{n}:05"}
+             for n, (question, reply) in enumerate(turns) for role, text in (("user", question), ("assistant", reply))]
+    stored, stats = _rows_imported(tmp_path, began, rows, lines)
+    assert stored == [text for question, reply in turns for text in (question, reply)]
+    assert stats.messages_imported == 0
+
+
+def test_the_same_command_run_in_two_turns_is_two_calls_by_their_ids(tmp_path: Path) -> None:
+    """An untimed snapshot of the first turn and a database holding only a later one that runs the same
+    command: the calls' ids differ, so the snapshot's call is not the stored one (it was dropped, and
+    the stored call's result followed the snapshot's)."""
+    def call(call_id: str) -> list[dict[str, Any]]:
+        return [{"id": call_id, "type": "function",
+                 "function": {"name": "terminal", "arguments": '{"command": "git status"}'}}]
+
+    rows = [("user", "and now?", _clock("11:00:00")), ("assistant", call("call_CCC"), _clock("11:00:02"))]
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session(SID, "telegram")
+        for role, content, at in rows:
+            message_id = db.append_message(SID, role, None if role == "assistant" else content,
+                                           tool_calls=content if role == "assistant" else None)
+            db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at, message_id))
+        db.append_message(SID, "tool", "1 file modified", tool_call_id="call_CCC", tool_name="terminal")
+    (tmp_path / f"session_{SID}.json").write_text(json.dumps({"session_id": SID, "messages": [
+        {"role": "user", "content": "what changed?"},
+        {"role": "assistant", "content": "", "tool_calls": call("call_AAA")},
+        {"role": "tool", "content": "clean", "tool_call_id": "call_AAA"}]}))
+    import_paths(tmp_path / "state.db", [tmp_path / f"session_{SID}.json"])
+    with SessionDB(tmp_path / "state.db") as db:
+        stored = [(m["role"], m["tool_call_id"] or (m["tool_calls"] or [{}])[0].get("id"))
+                  for m in db.get_messages(SID)]
+    assert stored == [("user", None), ("assistant", "call_AAA"), ("tool", "call_AAA"),
+                      ("user", None), ("assistant", "call_CCC"), ("tool", "call_CCC")]
 
 
 def test_an_exchange_said_twice_stays_twice_when_the_database_holds_only_the_latest_turn(tmp_path: Path) -> None:

@@ -25,6 +25,9 @@ SOURCE_FALLBACK = 0
 # Roles of rows that are no message: the February 2026 gateway also wrote its session_meta lines
 # into `messages`. Such rows are kept in the session's extra data under FOREIGN_ROWS_KEY instead.
 FOREIGN_ROLES = ("session_meta",)
+# How a ShareGPT log's tool call without an id is named: an id no API gave, which a copy of the same
+# call elsewhere does not share.
+GENERATED_CALL_PREFIX = "sharegpt_"
 FOREIGN_ROWS_KEY = "foreign_rows"
 
 

@@ -158,28 +158,58 @@ def _apart(matched: list[int | None], existing: Sequence[float | None], incoming
     return total
 
 
-QUESTION_SLACK_S = 60.0  # the clock's leeway between a stored question and a copy's dating of its turn
+CLOCK_SLACK_S = 60.0  # the clock's leeway between Hermes' append of a message and a copy's dating of it
+REWRITE_GAP_S = 1.0  # rows one rewrite re-appended lie closer together than this
+SHIFTED_RUN = 3  # this many paired messages in a row, all dated late: the copy's clock, not coincidence
 
 
-def unpair_before_questions(matched: list[int | None], existing: Sequence[Key], existing_times: Sequence[float | None],
-                            incoming_times: Sequence[float | None]) -> list[int | None]:
-    """`matched` without the pairs time rules out: an incoming message dated before an unmatched existing
-    user message that the pairing puts ahead of it is not that existing message. A turn's messages are
-    dated at or after its question (the gateway dates a whole turn when it ends), so the pair would say
-    the copy dated a reply before its question: it is an earlier message with the same text ("Thanks!"
-    in an earlier turn), and storing it is right where dropping it as stored lost it."""
-    paired = list(matched)
-    before = -1  # the existing message the last kept pair ends at
-    for new, old in enumerate(matched):
-        if old is None:
+def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], existing_times: Sequence[float | None],
+                       incoming_times: Sequence[float | None]) -> list[int | None]:
+    """`matched` without the pairs that content alone made and time rules out: the existing message dated
+    more than a minute after the copy's dating of it. Hermes appends a message as it happens and a copy
+    dates it then or when its turn ends, never before, so such a pair is two messages with one text:
+    an "ok" or "Thanks!" of an earlier turn in a copy, the later one stored. Dropping the copy's as
+    stored lost it.
+
+    Two things date stored rows late, and their pairs stay: a rewrite (/compress, /undo, /retry) clears
+    a session and appends it again at the time of the rewrite, several turns within a second (no live
+    session asks two questions within a second); and files read in another time zone than they were
+    written in, which dates a whole stretch of the session late (SHIFTED_RUN late pairs in a row:
+    coincidences of short texts do not line up so)."""
+    rewritten = _rewrite_bursts(existing, existing_times)
+    late = [old is not None and not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])
+            for new, old in enumerate(matched)]
+    kept = list(matched)
+    start = 0
+    for new in range(1, len(matched) + 1):
+        prior = matched[new - 1]
+        if new < len(matched) and late[new - 1] and late[new] and prior is not None and matched[new] == prior + 1:
+            continue  # the run of late pairs goes on
+        if new - start < SHIFTED_RUN:
+            for at in range(start, new):
+                if late[at]:
+                    kept[at] = None
+        start = new
+    return kept
+
+
+def _dated_late(stored: float | None, dated: float | None) -> bool:
+    return stored is not None and dated is not None and stored > dated + CLOCK_SLACK_S
+
+
+def _rewrite_bursts(existing: Sequence[Key], times: Sequence[float | None]) -> list[bool]:
+    """For each existing message, whether it lies in a stretch of rows stored less than REWRITE_GAP_S
+    apart that holds two user messages or more: re-appended by a rewrite."""
+    marked = [False] * len(existing)
+    start = 0
+    for at in range(1, len(existing) + 1):
+        here, before = (times[at], times[at - 1]) if at < len(existing) else (None, None)
+        if here is not None and before is not None and here - before < REWRITE_GAP_S:
             continue
-        dated = incoming_times[new]
-        if dated is not None and any(existing[k][0] == "user" and (asked := existing_times[k]) is not None
-                                     and asked > dated + QUESTION_SLACK_S for k in range(before + 1, old)):
-            paired[new] = None
-        else:
-            before = old
-    return paired
+        if sum(key[0] == "user" for key in existing[start:at]) >= 2:
+            marked[start:at] = [True] * (at - start)
+        start = at
+    return marked
 
 
 def insertion_points(matched: list[int | None]) -> list[int]:

@@ -10,10 +10,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, cast
 
-from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
-from hermes_state_tools.ingest.align import Key, align, insertion_points, message_key, unpair_before_questions
+from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.records import GENERATED_CALL_PREFIX, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.ingest.align import (
+    CLOCK_SLACK_S,
+    Key,
+    align,
+    insertion_points,
+    message_key,
+    unpair_out_of_time,
+)
 from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
 from hermes_state_tools.ingest.session_row import first_value, new_row, session_fields
 from hermes_state_tools.ingest.timeline import STEP, place_run
@@ -206,7 +214,48 @@ def _unmask(slot: _Slot, message: LegacyMessage) -> bool:
     return side is not None
 
 
-def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list[_Slot], int, int]:
+def unpair_contradicted(matched: list[int | None], slots: list[_Slot], incoming: list[LegacyMessage],
+                        started_at: float | None) -> list[int | None]:
+    """The content alignment's pairs, without those the tool-call ids or the times rule out. Times only
+    where the copy's clock agrees with the stored session's: no message of it before the session
+    started (files read in another zone than they were written in, or a test's made-up times, would
+    make every stored row look late)."""
+    dated = [m.timestamp for m in incoming]
+    known = [t for t in dated if t is not None]
+    paired = matched
+    if started_at is not None and known and min(known) >= started_at - CLOCK_SLACK_S:
+        keys = [s.identity() for s in slots]
+        paired = unpair_out_of_time(matched, keys, [s.timestamp if s.stored is not None else None for s in slots],
+                                    dated)
+    return [None if old is not None and _ids_differ(_copy_calls(slots[old]), incoming[new].tool_calls) else old
+            for new, old in enumerate(paired)]
+
+
+def _copy_calls(slot: _Slot) -> Any:
+    return slot.message.tool_calls if slot.message is not None else slot.stored.tool_calls if slot.stored else None
+
+
+def _ids_differ(calls: Any, others: Any) -> bool:
+    """Two assistant messages calling the same tools with the same arguments, each with the call ids
+    the API gave, are two calls when the ids differ (`git status` run in two turns). Ids a reader
+    invented (ShareGPT logs), or none, say nothing."""
+    ours, theirs = _real_ids(calls), _real_ids(others)
+    return ours is not None and theirs is not None and ours != theirs
+
+
+def _real_ids(calls: Any) -> tuple[str, ...] | None:
+    if isinstance(calls, str):
+        calls = jsonutil.loads_or_raw(calls)
+    if not isinstance(calls, list) or not calls:
+        return None
+    ids = tuple(c.get("id") if isinstance(c, dict) else None for c in calls)
+    if not all(isinstance(i, str) and i and not i.startswith(GENERATED_CALL_PREFIX) for i in ids):
+        return None
+    return cast("tuple[str, ...]", ids)
+
+
+def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage], started_at: float | None = None
+                ) -> tuple[list[_Slot], int, int]:
     """Slots with the copy's missing messages inserted in place; returns them, how many were present
     and how many of those differed from their slot only where redaction masked one of them."""
     if not slots:  # nothing to align against (the usual case: a session new to the database)
@@ -224,7 +273,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
             repeats = len(dropped)
             matched = align(existing_keys, keys)  # (no times in this copy to choose by)
     matched = realigned(matched, lambda e: _copy_of(slots[e]), existing_keys, [Copy.of(m) for m in incoming], keys)
-    matched = unpair_before_questions(matched, existing_keys, times[0], [m.timestamp for m in incoming])
+    matched = unpair_contradicted(matched, slots, incoming, started_at)
     additions: dict[int, list[_Slot]] = {}
     masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
@@ -244,10 +293,12 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage]) -> tuple[list
 def _merge_messages(existing: Existing | None, copies: list[LegacySession]
                     ) -> tuple[list[_Slot], int, list[Problem]]:
     slots = _existing_slots(existing)
+    started = existing.row.get("started_at") if existing else None
+    started_at = float(started) if isinstance(started, (int, float)) else None
     duplicates = 0
     problems = []
     for copy in copies:
-        slots, present, masked = _merge_copy(slots, list(copy.messages))
+        slots, present, masked = _merge_copy(slots, list(copy.messages), started_at)
         duplicates += copy.duplicates_skipped + present
         if masked:
             problems.append(masked_notice(copy, masked))
