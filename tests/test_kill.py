@@ -18,6 +18,8 @@ import pytest
 from page_damage import build_db, damage, listing
 from schema_fixtures import load_fixture
 
+from hermes_state_tools import SessionDB
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -214,6 +216,77 @@ def test_a_swap_killed_between_its_renames_gets_its_wal_back_on_the_next_run(tmp
         assert conn.execute("SELECT COUNT(*) FROM sessions WHERE id = 'only-in-the-wal'").fetchone() == (1,)
     finally:
         conn.close()
+
+
+def _killed_swap(tmp_path: Path) -> tuple[Path, Path]:
+    """A database whose committed row 'only-in-the-wal' is in its -wal, caught by a swap killed between
+    its renames: the intent written (this tool's format), the WAL moved aside under the kept name."""
+    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('only-in-the-wal', 'cli', 1.0)")
+    shutil.copyfile(f"{db}-wal", tmp_path / "saved")
+    writer.close()
+    shutil.move(tmp_path / "saved", f"{db}-wal")
+    keep = tmp_path / "state.db.pre-restore-20260101T000000Z"
+    st = db.stat()
+    (tmp_path / "state.db.hermes-tmp-swap-999999").write_text(f"{keep.name}\n{st.st_ino} {st.st_size} {st.st_mtime_ns}")
+    os.link(db, keep)
+    os.rename(f"{db}-wal", f"{keep}-wal")
+    return db, keep
+
+
+def _sessions_named(db: Path, like: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM sessions WHERE id LIKE ?", (like,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_killed_swap_whose_file_nobody_wrote_gets_its_wal_back(tmp_path):
+    db, _keep = _killed_swap(tmp_path)
+    assert run("--db", db, "vacuum").returncode == 0
+    assert listing(tmp_path) == ["state.db"] and _sessions_named(db, "only-in-the-wal") == 1
+
+
+def test_a_killed_swap_whose_file_was_written_since_never_replays_the_old_wal_onto_it(tmp_path):
+    """Hermes opened the file left without its WAL, wrote and checkpointed: the moved WAL no longer fits
+    it. Put back, SQLite replayed it over Hermes' pages (the file was destroyed); it is kept unapplied."""
+    db, keep = _killed_swap(tmp_path)
+    with SessionDB(db) as hermes:
+        for n in range(60):
+            hermes.create_session(f"after-{n}", "cli")
+            hermes.append_message(f"after-{n}", "user", "written after the killed swap " * 20)
+    assert run("--db", db, "vacuum").returncode == 0
+    assert sound(db) and _sessions_named(db, "after-%") == 60
+    assert listing(tmp_path) == ["state.db", f"{keep.name}-wal-unapplied"]
+
+
+def test_an_empty_swap_intent_is_dropped_and_the_command_runs(tmp_path):
+    """A full disk (or a kill) as the intent was written leaves it empty: it names nothing to undo."""
+    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+    (tmp_path / "state.db.hermes-tmp-swap-999999").write_text("")
+    done = run("--db", db, "vacuum")
+    assert done.returncode == 0, done.stderr
+    assert listing(tmp_path) == ["state.db"]
+
+
+def test_a_restore_folds_the_old_files_wal_into_the_copy_it_keeps(tmp_path):
+    """The swap folds a sound WAL into the old file first: at no moment is the database its main file
+    without its latest commits, and the kept copy holds them without a -wal."""
+    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('only-in-the-wal', 'cli', 1.0)")
+    shutil.copyfile(f"{db}-wal", tmp_path / "saved")
+    writer.close()
+    shutil.move(tmp_path / "saved", f"{db}-wal")
+    backup = build_db(tmp_path / "old.db", sessions=2, per_session=1)
+    assert run("--db", db, "restore", backup, "--yes").returncode == 0
+    kept = [name for name in listing(tmp_path) if ".pre-restore-" in name]
+    assert len(kept) == 1 and not kept[0].endswith("-wal")
+    assert _sessions_named(tmp_path / kept[0], "only-in-the-wal") == 1
 
 
 def test_an_import_killed_after_placing_its_new_file_leaves_a_link_the_next_import_removes(tmp_path):

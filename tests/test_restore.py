@@ -22,7 +22,7 @@ def _two(tmp_path):
     return db, backup
 
 
-def test_restore_puts_the_backup_in_place_and_keeps_the_current_file_with_its_wal(tmp_path):
+def test_restore_puts_the_backup_in_place_and_keeps_the_current_file_with_its_wals_commits(tmp_path):
     db, backup = _two(tmp_path)
     writer = sqlite3.connect(db, isolation_level=None)  # leave committed rows in a -wal
     writer.execute("PRAGMA wal_autocheckpoint=0")
@@ -30,12 +30,16 @@ def test_restore_puts_the_backup_in_place_and_keeps_the_current_file_with_its_wa
     shutil.copyfile(f"{db}-wal", tmp_path / "saved-wal")
     writer.close()  # (a clean close checkpoints; put the WAL back as a crash would leave it)
     shutil.copyfile(tmp_path / "saved-wal", f"{db}-wal")
-    current = sha256(db)
+    current = rows(db, MESSAGES)
     code, doc = cli_json("--db", db, "restore", backup, "--yes")
     assert code == 0 and doc["previous"]
     assert rows(db, MESSAGES) == rows(backup, MESSAGES)
     kept = tmp_path / doc["previous"].rsplit("/", 1)[-1]
-    assert sha256(kept) == current and (tmp_path / (kept.name + "-wal")).exists()
+    # the WAL was folded into the old file before the swap: the kept copy holds its commits, alone
+    assert not (tmp_path / (kept.name + "-wal")).exists() and rows(kept, MESSAGES) == current
+    with sqlite3.connect(kept) as conn:
+        assert conn.execute("SELECT title FROM sessions WHERE id = 'alpha'").fetchone() == ("only in the wal",)
+    conn.close()
     assert not (tmp_path / "state.db-wal").exists()
     assert cli("--db", db, "check").exit_code == 0
 

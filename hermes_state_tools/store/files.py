@@ -15,12 +15,14 @@ import fcntl
 import os
 import re
 import shutil
+import sqlite3
 import struct
 from pathlib import Path
 
 from hermes_state_tools.core.paths import SIDECAR_SUFFIXES, sidecar_paths
 from hermes_state_tools.core.scratch import alive
 from hermes_state_tools.errors import DestinationExistsError, UnsafeDestinationError
+from hermes_state_tools.store.wal_frames import find_break
 
 TEMP_MARK = ".hermes-tmp-"
 _TEMP = re.compile(re.escape(TEMP_MARK) + r"[a-z]+-(\d+)(?:-journal|-wal|-shm)?$")
@@ -165,15 +167,24 @@ def swap_in(db: Path, new: Path, aside: Path | None) -> None:
     """Replace `db` by the verified `new`; the old file (with its -wal or hot -journal) stays as `aside`.
 
     The old -wal and -journal are moved away before the new file takes the name: neither may ever be
-    replayed (or rolled back) onto a file it was not written for. A kill between the steps leaves either the old file or
-    the new one under `db`, and the old one always under `aside`.
+    replayed (or rolled back) onto a file it was not written for. A sound WAL is first folded into the
+    old file, so that between the two renames `db` is the old database whole, not without its latest
+    commits (a writer that opened it then wrote over a state the moved WAL no longer fits). A kill
+    between the steps leaves either the old file or the new one under `db`, and the old one always
+    under `aside`.
     """
     fsync_path(new)
+    if aside is not None:
+        _fold_wal(db)
     wal, shm = sidecar_paths(db)
     keep = aside if aside is not None else db.with_name(f"{db.name}.orphaned-{os.getpid()}")
     intent = temp_beside(db, "swap")
-    intent.write_text(keep.name, "utf-8")  # a kill before the new file is in: the next run puts the WAL back
-    fsync_path(db.parent)
+    try:  # a kill before the new file is in: the next run puts the WAL back, if nothing wrote meanwhile
+        intent.write_text(f"{keep.name}\n{_identity(db)}", "utf-8")
+        fsync_path(db.parent)
+    except BaseException:
+        intent.unlink(missing_ok=True)
+        raise
     if db.exists():
         if aside is None:
             raise FileExistsError(db)
@@ -188,18 +199,50 @@ def swap_in(db: Path, new: Path, aside: Path | None) -> None:
     fsync_path(db.parent)
 
 
+def _fold_wal(db: Path) -> None:
+    """Checkpoint the old file's WAL into it and empty it, when every commit in it can be read (nobody else
+    has the file open: the callers refused otherwise). Commits hidden past a damaged frame are left
+    where they are: the WAL then goes aside byte for byte, for recover to read."""
+    wal = sidecar_paths(db)[0]
+    try:
+        if not wal.exists() or wal.stat().st_size == 0 or find_break(db) is not None:
+            return
+        conn = sqlite3.connect(db, isolation_level=None, timeout=0)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return  # (a damaged file, a reader that came): its WAL is moved aside whole, as always
+
+
+def _identity(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return ""
+    return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
+
+
 def _finish_swap(intent: Path) -> None:
     """Undo a swap killed between moving the old -wal/-journal aside and renaming the new file in: the
-    database is still the old file (the same inode as its kept name), so they go back."""
+    database is still the old file (the same inode as its kept name), so they go back, unless the file
+    was written since (its size or time changed): they no longer fit it, and are kept as
+    `<kept name>-wal-unapplied` (a name no SQLite replays).
+    An intent file left empty (a full disk, a kill as it was written) names nothing and just goes."""
     db = intent.with_name(intent.name.split(TEMP_MARK, 1)[0])
     try:
-        keep = intent.with_name(intent.read_text("utf-8").strip())
-    except OSError:
-        keep = None
-    if keep is not None and keep.name and keep.exists() and db.exists() and os.path.samefile(db, keep):
+        name, _, identity = intent.read_text("utf-8").partition("\n")
+    except (OSError, UnicodeDecodeError):
+        name, identity = "", ""
+    keep = intent.with_name(name.strip()) if name.strip() and "/" not in name else None
+    if keep is not None and keep.exists() and db.exists() and os.path.samefile(db, keep):
         kept = [(keep.with_name(keep.name + suffix), db.with_name(db.name + suffix)) for suffix in ("-wal", "-journal")]
+        written = bool(identity.strip()) and identity.strip() != _identity(db)  # (none: an older tool's intent)
         for aside, side in kept:
-            if aside.exists() and not side.exists():
+            if aside.exists() and written:  # kept, under a name SQLite never replays onto any file
+                os.rename(aside, aside.with_name(aside.name + "-unapplied"))
+            elif aside.exists() and not side.exists():
                 os.rename(aside, side)
         if not any(aside.exists() for aside, _side in kept):
             keep.unlink()  # only a second name of the database itself: the swap never happened
