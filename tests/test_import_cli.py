@@ -415,3 +415,28 @@ def test_the_report_says_when_the_import_made_the_database(tmp_path):
     assert again_code == 0 and again["database_created"] is None
     human = cli("--db", tmp_path / "other.db", "import-jsonl", GOOD, "--no-progress")
     assert human.exit_code == 0 and f"created a new database: {tmp_path / 'other.db'}" in human.stdout
+
+
+def test_a_full_disk_in_the_middle_of_an_import_is_exit_74_and_what_was_committed_stays_whole(tmp_path, monkeypatch):
+    """SQLITE_FULL rolls the whole transaction back, the session's savepoint with it: the writer must not
+    take it for one session's bad value (it tried ROLLBACK TO a savepoint gone: exit 70)."""
+    from hermes_state_tools.ingest import run
+
+    class FillingDisk(SessionDB):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pages = self._conn.execute("PRAGMA page_count").fetchone()[0]
+            self._conn.execute(f"PRAGMA max_page_count = {pages + 40}")  # room for a few batches only
+
+    monkeypatch.setattr(run, "SessionDB", FillingDisk)
+    db = tmp_path / "state.db"
+    SessionDB(db).close()
+    write_corpus(tmp_path / "sessions", 300, 8, big=True)
+    result = cli("--db", db, "import-jsonl", tmp_path / "sessions", "--no-progress")
+    assert result.exit_code == 74, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    with SessionDB(db) as store:
+        counts = {row[0] for row in store._conn.execute(
+            "SELECT COUNT(m.id) FROM sessions s LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.id")}
+        assert [tuple(r) for r in store._conn.execute("PRAGMA integrity_check")] == [("ok",)]
+    assert counts <= {8}  # each session stored whole or not at all

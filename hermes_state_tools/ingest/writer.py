@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
-from hermes_state_tools.core.connection import is_lock_error
+from hermes_state_tools.core.connection import is_corrupt, is_io_error, is_lock_error
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import TRIGGERS
 from hermes_state_tools.core.surrogates import without_surrogates
@@ -177,7 +177,9 @@ def _write_session(conn: sqlite3.Connection, item: Prepared, next_id: int) -> Wr
             problems += insert_rows(conn, "messages", item.rows)
         extras.put_message_extras(conn, [(next_id + n, item.session_id, extra) for n, extra in item.message_extras])
     except (sqlite3.Error, OverflowError) as exc:  # OverflowError: an integer no SQLite column holds
-        if is_lock_error(exc):
+        # A lock, a full disk or damage is the whole write's failure, not this session's: SQLite may have
+        # rolled the transaction back already (SQLITE_FULL does), and the savepoint with it.
+        if is_lock_error(exc) or is_io_error(exc) or is_corrupt(exc) or not conn.in_transaction:
             raise
         conn.execute("ROLLBACK TO import_session")
         conn.execute("RELEASE import_session")
