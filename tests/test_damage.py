@@ -579,8 +579,14 @@ def test_a_zeroed_overflow_page_is_canonical_damage_repair_never_blesses(tmp_pat
     digest = sha256(path)
     # and vacuum and rebuild-fts, which rebuild indexes from the rows, look with integrity_check, not
     # quick_check (which does not compare rows with their index entries and passes this file)
-    for args in (["repair"], ["maintain"], ["vacuum"], ["rebuild-fts"]):
-        assert cli_json("--db", path, *args)[0] == 65
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "20260301_090000_3f9a2c7e.jsonl").write_text('{"role": "user", "content": "hello"}\n')
+    other = build_db(tmp_path / "other.db", sessions=1, per_session=1)
+    # and every other command that writes rows beside it or deletes some (they looked with quick_check)
+    for args in (["repair"], ["maintain"], ["vacuum"], ["rebuild-fts"], ["prune", "--older-than", "0", "--yes"],
+                 ["import-jsonl", str(home)], ["merge", str(other)]):
+        assert cli_json("--db", path, *args)[0] == 65, args
     assert sha256(path) == digest
     damaged = [r for r, b in zip(rows(path, ALL_MESSAGES), before, strict=True) if r != b]
     assert len(damaged) == 1 and damaged[0][3].endswith("\0")

@@ -234,7 +234,7 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
     if stats.dry_run:
         require_supported(db_path)
         return False
-    require_sound(db_path)  # supported and sound, in one look
+    require_sound(db_path, full=True)  # supported and sound (integrity_check: rows go in beside damage), in one look
     if not (os.access(db_path, os.W_OK) and os.access(db_path.parent, os.W_OK)):
         raise read_only_refusal(db_path)  # SQLite would open it read-only, leave a -wal and fail the first write
     remove_stale_temps(db_path.parent)  # a killed run's leftovers (a build placed, then killed before unlinking)

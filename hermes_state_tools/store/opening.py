@@ -250,11 +250,12 @@ def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]], f
     return version
 
 
-def prove_sound(path: Path) -> None:
-    """Before anything writes: the file must pass quick_check and hold each sqlite_master entry once,
-    else DamagedDatabaseError and not a byte written (SQLite happily writes into a damaged file)."""
+def prove_sound(path: Path, full: bool = False) -> None:
+    """Before anything writes: the file must pass quick_check (`full`: integrity_check) and hold each
+    sqlite_master entry once, else DamagedDatabaseError and not a byte written (SQLite happily writes
+    into a damaged file)."""
     require_database_file(path)
-    _proven(path, lambda: (open_read_connection(path), None))
+    _proven(path, lambda: (open_read_connection(path), None), full)
 
 
 def require_sound(path: Path, full: bool = False) -> int | None:
