@@ -62,7 +62,25 @@ def _without_trigger(name: str, *statements: str) -> tuple[str, ...]:
 
 
 def corrupt_index(path: Path) -> None:
-    """Change one key inside the idx_sessions_source b-tree page: the table and index disagree."""
+    """Destroy the idx_sessions_source b-tree page (its header kept, its cells zeroed): the index is
+    damaged, the table reads whole. (A single changed key is no index damage one can name: the row may as
+    well have changed; see test_damage.)"""
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'idx_sessions_source'").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    data = bytearray(path.read_bytes())
+    start = (root - 1) * page_size
+    data[start + 8:start + page_size] = bytes(page_size - 8)
+    path.write_bytes(bytes(data))
+
+
+def change_index_key(path: Path) -> None:
+    """Change one key inside the idx_sessions_source b-tree page: the table and the index disagree, and
+    nothing says which one changed."""
     conn = sqlite3.connect(str(path))
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

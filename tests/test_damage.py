@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import sqlite3
+import struct
 from pathlib import Path
 
 import pytest
@@ -650,3 +651,44 @@ def test_recover_names_a_row_that_came_back_with_destroyed_text_and_is_not_compl
     assert code == 1 and not doc["complete"] and doc["rows_damaged"] == ["messages 1"]
     assert doc["messages_recovered"] == 24 and doc["messages_lost"] == 0  # kept as read: what is left of it
     assert rows(tmp_path / "out" / "new.db", "SELECT content FROM messages WHERE id = 1")[0][0].endswith("\0")
+
+
+def _flip_in(path: Path, btree: str, value: bytes, bit: int) -> None:
+    """Flip one bit of `value` where the b-tree `btree` stores it (its first place there)."""
+    with open(path, "rb") as handle:
+        size = int.from_bytes(handle.read(100)[16:18], "big")
+    data = bytearray(path.read_bytes())
+    for page, _kind in btree_pages(path)[btree]:
+        at = data.find(value, (page - 1) * size, page * size)
+        if at >= 0:
+            data[at + bit // 8] ^= 1 << (7 - bit % 8)
+            path.write_bytes(bytes(data))
+            return
+    raise AssertionError(f"{value!r} not in {btree}")
+
+
+@pytest.mark.parametrize("side", ["row", "index entry"])
+def test_a_row_that_differs_from_its_index_entry_is_canonical_damage_repair_never_blesses(tmp_path, side):
+    """One bit of a message's timestamp flipped, in the row or in its idx_messages_session entry:
+    SQLite says only that the two differ. Rebuilding the index from the row (what repair did) made a
+    flipped row the truth without a word. Rows were deleted first: SQLite's 'row N' counts the scan."""
+    path = build_db(tmp_path / "state.db", sessions=6, per_session=4)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DELETE FROM messages WHERE id IN (SELECT id FROM messages ORDER BY id LIMIT 5)")
+    target = conn.execute("SELECT id, timestamp FROM messages ORDER BY id LIMIT 1 OFFSET 6").fetchone()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = rows(path, ALL_MESSAGES)
+    stored = struct.pack(">i", int(target[1]))  # a whole REAL is stored as a 4-byte integer
+    _flip_in(path, "messages" if side == "row" else "idx_messages_session", stored, 20)
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    found = [p for p in doc["problems"] if p["kind"] == "integrity"]
+    assert found and all((p["object"], p["data"]) == ("messages", "canonical") for p in found), found
+    digest = sha256(path)
+    for args in (["repair"], ["maintain"], ["vacuum"], ["rebuild-fts"]):
+        assert cli_json("--db", path, *args)[0] == 65, args
+    assert sha256(path) == digest
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert rows(tmp_path / "out.db", "SELECT id FROM messages ORDER BY id") == [(r[0],) for r in before]

@@ -123,7 +123,8 @@ def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
     match = _NOT_INDEXED.search(line)
     if match is None:
         return None
-    rowid, index = int(match.group(1)), match.group(2)
+    position, index = int(match.group(1)), match.group(2)
+    rowid = position
     table: str | None = None
     try:
         found = conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?",
@@ -131,6 +132,11 @@ def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
         if found is None:
             return None
         table = str(found[0])
+        # N counts the rows of the table's scan (rowid order), not the rowid: they differ once a row was deleted
+        at = conn.execute(f'SELECT rowid FROM "{table}" NOT INDEXED LIMIT 1 OFFSET ?', (position - 1,)).fetchone()
+        if at is None:
+            return None
+        rowid = int(at[0])
         columns = [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
         indexed = {str(row[2]) for row in conn.execute(f'PRAGMA index_info("{index}")')}
         # as bytes, and a REAL as itself (text read as text would fail to decode on stray bytes)
@@ -151,6 +157,17 @@ def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
         return None
     return Damage(table, "canonical", f"{line}: row {rowid} of {table} itself reads zeros or stray bytes where "
                                       "its values were (a destroyed page of it)")
+
+
+def _row_or_entry(conn: sqlite3.Connection, line: str, index: str, objects: dict[str, str]) -> Damage:
+    """A row that differs from its entry in an index which itself reads whole (no page of it destroyed,
+    its entries all counted): one bit of the row may have flipped (a timestamp, a session id) as well as
+    one of the entry, and SQLite cannot say which. Rebuilding the index would make the row's value the
+    truth without a word; it is canonical damage: `recover` copies the rows as they read, and says so."""
+    table = str(next((row[0] for row in conn.execute(
+        "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?", (index,))), index))
+    return Damage(table, classify(table, objects),
+                  f"{line}: the row or its entry changed, and SQLite cannot say which (the index itself reads whole)")
 
 
 def _rows_readable(conn: sqlite3.Connection, table: str) -> bool:
@@ -195,12 +212,16 @@ def diagnose(conn: sqlite3.Connection, quick: bool = False) -> list[Damage]:
         for name, pages in corrupted_pages(conn).items():
             shown = ", ".join(map(str, pages[:5])) + (f", ... ({len(pages)} pages)" if len(pages) > 5 else "")
             found.append(Damage(name, classify(name, objects), f"page {shown} destroyed"))
-    for line in lines:
+    owners = [(line, _owner(conn, line, objects)) for line in lines]
+    broken = {d.name for d in found} | {owner for line, owner in owners
+                                         if owner is not None and not _NOT_INDEXED.search(line)}
+    for line, owner in owners:
         if (destroyed := _destroyed_row(conn, line)) is not None:
             found.append(destroyed)
-            continue
-        owner = _owner(conn, line, objects)
-        found.append(Damage(owner or "file structure", classify(owner, objects) if owner else "derived", line))
+        elif (match := _NOT_INDEXED.search(line)) is not None and match.group(2) not in broken:
+            found.append(_row_or_entry(conn, line, match.group(2), objects))
+        else:
+            found.append(Damage(owner or "file structure", classify(owner, objects) if owner else "derived", line))
     if error is not None and not any(d.name in objects for d in found):
         found += _per_table(conn, pragma, objects) or [Damage("unknown", "canonical", error)]
     return _merge(found)
