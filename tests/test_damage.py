@@ -8,6 +8,8 @@ import random
 import shutil
 import sqlite3
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,6 +161,27 @@ def test_recover_keeps_messages_of_a_lost_session_under_a_placeholder(pristine, 
     real_sources = dict(rows(pristine, "SELECT id, source FROM sessions"))
     assert all(source == real_sources[sid] for sid, source, _ in placeholders)  # from the surviving index
     assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+    assert check_file(dest) == []
+
+
+@pytest.mark.parametrize("kind", ["sessions", "messages"])
+def test_recovered_counters_count_the_tool_calls_that_came_back(pristine, tmp_path, kind):
+    """A lost page of messages takes tool calls with it, a lost sessions page the counters: DEST's
+    tool_call_count is recounted with message_count (it kept the stale one, or 0 for a placeholder,
+    and `check` on DEST found counter_mismatch)."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("""UPDATE messages SET tool_calls = '[{"id": "c", "function": {"name": "t"}}]'
+                        WHERE role = 'assistant'""")
+        conn.execute("UPDATE sessions SET tool_call_count = (SELECT COUNT(*) FROM messages m "
+                     "WHERE m.session_id = sessions.id AND m.role = 'assistant')")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    damage(path, kind)
+    dest = tmp_path / "recovered.db"
+    assert cli_json("--db", path, "recover", dest)[0] in (0, 1)
     assert check_file(dest) == []
 
 
@@ -692,3 +715,17 @@ def test_a_row_that_differs_from_its_index_entry_is_canonical_damage_repair_neve
     assert sha256(path) == digest
     code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
     assert rows(tmp_path / "out.db", "SELECT id FROM messages ORDER BY id") == [(r[0],) for r in before]
+
+
+def test_a_page_count_in_the_header_past_all_reason_is_counted_not_enumerated(tmp_path):
+    """Bytes 28-31 of the header (the page count) read 2 billion: recover listed every page it thought
+    missing in a set, for minutes and gigabytes. It is a count."""
+    path = build_db(tmp_path / "state.db", sessions=5, per_session=20)
+    data = bytearray(path.read_bytes())
+    data[28:32] = (0x7FFFFFF0).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+    done = subprocess.run([sys.executable, "-m", "hermes_state_tools", "--db", str(path), "recover",
+                           str(tmp_path / "out.db"), "--json"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HERMES_HOME": "/nonexistent"}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr
+    assert len(rows(tmp_path / "out.db", "SELECT id FROM messages")) == 100

@@ -112,6 +112,9 @@ def _cells(data: Any, page: int, page_size: int, usable: int, pages: int) -> lis
     return out
 
 
+_MOST_PAGES = 0xFFFFFFFE  # SQLite's largest page count (SQLITE_MAX_PAGE_COUNT)
+
+
 def pages_missing(path: Path) -> int:
     """How many pages the file's header says it has beyond its end (a file cut short: a copy that
     stopped, a full disk, a truncate) that its -wal does not hold either; 0 when the header's count
@@ -126,9 +129,10 @@ def pages_missing(path: Path) -> int:
     if not page_size or not counted or changes != valid_for:
         return 0
     present = path.stat().st_size // page_size
-    if counted <= present:
+    if counted <= present or counted > _MOST_PAGES:  # (more than SQLite ever makes: a damaged header)
         return 0
-    return len(set(range(present + 1, counted + 1)) - _wal_pages(Path(f"{path}-wal"), page_size))
+    held = sum(1 for page in _wal_pages(Path(f"{path}-wal"), page_size) if present < page <= counted)
+    return counted - present - held
 
 
 def _wal_pages(wal: Path, page_size: int) -> set[int]:

@@ -25,7 +25,7 @@ from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES, stray
 from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
 from hermes_state_tools.store.opening import ReadConnection, open_pages, open_read_connection, refuse_newer
 from hermes_state_tools.store.wal_frames import WalBreak, find_break
-from hermes_state_tools.tables import fts
+from hermes_state_tools.tables import counters, fts
 
 PLACEHOLDER_SOURCE = "unknown"
 PLACEHOLDER_END_REASON = "recovered"
@@ -315,9 +315,9 @@ def _normalize(dest: sqlite3.Connection, report: SalvageReport) -> None:
     report.parents_cleared = dest.execute(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL "
         "AND parent_session_id NOT IN (SELECT id FROM sessions)").rowcount
-    report.counters_recounted = dest.execute(
-        "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id) "
-        "WHERE message_count IS NOT (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)").rowcount
+    wrong = [row[0] for row in counters.mismatches(dest)]  # tool calls too: lost ones lower the count
+    counters.recount(dest, wrong)
+    report.counters_recounted = len(wrong)
 
 
 def _write_others(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
