@@ -729,3 +729,20 @@ def test_a_page_count_in_the_header_past_all_reason_is_counted_not_enumerated(tm
                           env={**os.environ, "HERMES_HOME": "/nonexistent"}, stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stderr
     assert len(rows(tmp_path / "out.db", "SELECT id FROM messages")) == 100
+
+
+@pytest.mark.parametrize("table", ["sessions", "messages"])
+def test_a_damaged_create_statement_hides_no_row_from_recover(pristine, tmp_path, table):
+    """One byte of `CREATE TABLE <table>` on page 1 destroyed: SQLite no longer knows the table, every row
+    of it is still on its pages. recover said the file holds no Hermes schema (exit 2) and kept nothing."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    data = bytearray(path.read_bytes())
+    at = data.index(f"CREATE TABLE {table}".encode())
+    data[at + len("CREATE TABLE ") + len(table) - 1] = 1
+    path.write_bytes(bytes(data))
+    dest = tmp_path / "recovered.db"
+    code, doc = cli_json("--db", path, "recover", dest)
+    assert code in (0, 1), doc
+    assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+    assert check_file(dest) == []

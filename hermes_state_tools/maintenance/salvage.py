@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
-from hermes_state_tools.core.schema import TABLE_COLUMNS, TRIGGERS, create_schema, read_version
+from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES, stray_zero
@@ -436,7 +436,9 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
         report.pages_missing = page_scan.pages_missing(source)  # what neither the file nor its WAL holds
         hidden = find_break(source)
         src = _open_source(source, workdir, mend=hidden is not None)
-        table_info(src.conn, "sessions")
+        if not exact and _tables_unreadable(src.conn):
+            _close(src)
+            return _rebuild_from_pages(source, tmp, report)
         if hidden is not None:  # src's copy read past it, unless that loses rows
             src = _past_damage(source, src, workdir, hidden, report)
     except sqlite3.DatabaseError as exc:
@@ -468,6 +470,19 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     finally:
         _close(src)
     return report
+
+
+HERMES_OBJECTS = frozenset({FTS_TABLE, "schema_version", *TRIGGERS, *(index.name for index in INDEXES)})
+
+
+def _tables_unreadable(conn: sqlite3.Connection) -> bool:
+    """Whether the schema no longer says what sessions or messages is while the file is Hermes' (its
+    schema was read around damage, or other Hermes objects are there): a damaged CREATE statement hides
+    a table whose rows are all still on their pages, and those are read instead. A foreign file is not."""
+    if all(table_info(conn, table) for table in ("sessions", "messages")):
+        return False
+    names = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master")}
+    return bool(getattr(conn, "schema_damaged", None)) or bool(names & HERMES_OBJECTS)
 
 
 def _close(src: _Source) -> None:
