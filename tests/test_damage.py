@@ -746,3 +746,20 @@ def test_a_damaged_create_statement_hides_no_row_from_recover(pristine, tmp_path
     assert code in (0, 1), doc
     assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
     assert check_file(dest) == []
+
+
+@pytest.mark.parametrize(("at", "value"), [(16, b"\x12\x34"), (16, b"\x00\x00"), (21, b"\x11\x22\x33")])
+def test_a_header_field_no_sqlite_writes_is_damage_and_recover_reads_the_pages(pristine, tmp_path, at, value):
+    """A page size or payload fraction in the header that SQLite never writes: SQLite calls the whole
+    file 'not a database' (check exit 2, recover kept nothing), while every page past the header is whole."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    data = bytearray(path.read_bytes())
+    data[at:at + len(value)] = value
+    path.write_bytes(bytes(data))
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"], doc
+    assert cli_json("--db", path, "vacuum")[0] == 65
+    dest = tmp_path / "recovered.db"
+    assert cli_json("--db", path, "recover", dest)[0] in (0, 1)
+    assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)

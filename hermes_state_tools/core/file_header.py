@@ -46,3 +46,20 @@ def page_size_of_pages(path: Path) -> int | None:
         return None
     finally:
         data.close()
+
+
+def damaged_header_field(path: Path) -> str | None:
+    """Which field of an SQLite header (the magic string intact) holds a value no SQLite writes: SQLite
+    then calls the whole file 'not a database', though every page past the header is whole."""
+    with open(path, "rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100:
+        return None
+    size = int.from_bytes(header[16:18], "big")
+    if not (size == 1 or (512 <= size <= 32768 and size & (size - 1) == 0)):
+        return f"page size {size}"
+    if header[18] not in (1, 2) or header[19] not in (1, 2):
+        return f"file format versions {header[18]}, {header[19]}"
+    if tuple(header[21:24]) != (64, 32, 32):
+        return f"payload fractions {tuple(header[21:24])}"
+    return None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.file_header import page_size_of_pages
+from hermes_state_tools.core.file_header import damaged_header_field, page_size_of_pages
 
 Cell = tuple[int, int, list[Any]]  # (page number, rowid, values)
 _LEAF_TABLE = 0x0D
@@ -121,7 +121,7 @@ def pages_missing(path: Path) -> int:
     is not valid (SQLite before 3.7)."""
     with path.open("rb") as handle:
         header = handle.read(100)
-    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00") or damaged_header_field(path):
         return 0
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
@@ -159,7 +159,8 @@ def scan_table_leaves(path: Path) -> list[Cell]:
             return []
         data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        header = data[:16] == b"SQLite format 3\x00"
+        # a header whose fields no SQLite writes is read as destroyed: its page size says nothing
+        header = data[:16] == b"SQLite format 3\x00" and damaged_header_field(path) is None
         page_size = int.from_bytes(data[16:18], "big") if header else page_size_of_pages(path) or 4096
         page_size = 65536 if page_size == 1 else page_size
         usable, pages = page_size - (data[20] if header else 0), len(data) // page_size

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
+from hermes_state_tools.core.file_header import damaged_header_field
 from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
@@ -442,7 +443,8 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
         if hidden is not None:  # src's copy read past it, unless that loses rows
             src = _past_damage(source, src, workdir, hidden, report)
     except sqlite3.DatabaseError as exc:
-        if exact or not (is_corrupt(exc) or not looks_like_sqlite(source)):  # corrupt, or no header at all
+        # corrupt, no header at all, or a header field no SQLite writes (SQLite: "not a database")
+        if exact or not (is_corrupt(exc) or not looks_like_sqlite(source) or damaged_header_field(source)):
             raise
         return _rebuild_from_pages(source, tmp, report)
     try:
