@@ -59,7 +59,8 @@ def require_database_file(path: Path) -> None:
         if page_size_of_pages(path):  # its pages are SQLite's: the header (page 1) was destroyed
             raise DamagedDatabaseError(path, "the first page, with the SQLite header, is destroyed")
         raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
-    if (field := damaged_header_field(path)) is not None:  # SQLite would say "not a database"
+    if (field := damaged_header_field(path)) is not None and page_size_of_pages(path):
+        # SQLite would say "not a database", yet the pages past the header are its own
         raise DamagedDatabaseError(path, f"the SQLite header on page 1 is damaged ({field})")
 
 
