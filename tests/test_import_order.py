@@ -339,6 +339,31 @@ def test_the_same_command_run_in_two_turns_is_two_calls_by_their_ids(tmp_path: P
                       ("user", None), ("assistant", "call_CCC"), ("tool", "call_CCC")]
 
 
+def test_a_freed_stored_message_pairs_again_with_the_copys_message_of_its_time(tmp_path: Path) -> None:
+    """A kept backup of the first turns goes in first; then the full transcript aligns its first of two
+    thumbs-up with the stored one (it follows the backup's messages): time undoes that pair, and the
+    stored thumbs-up pairs again with the transcript's second, of its own time. Before, it came in twice."""
+    turns = [("question one", "answer one"), ("question two", "answer two"), ("\U0001f44d", "answer three"),
+             ("question four", "answer four"), ("\U0001f44d", "answer five")]
+    began = _clock("10:00:00")
+    lines = [{"role": role, "content": text, "timestamp": f"2026-01-01T10:{10 * n:02d}:00"}
+             for n, (question, reply) in enumerate(turns) for role, text in (("user", question), ("assistant", reply))]
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session(SID, "telegram")
+        db._conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (began, SID))
+        for role, text in (("user", "\U0001f44d"), ("assistant", "answer five")):
+            message_id = db.append_message(SID, role, text)
+            db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (_clock("10:40:00"), message_id))
+    home = tmp_path / "home"
+    for folder, kept in (("sessions", lines), ("backup", lines[:4])):
+        (home / folder).mkdir(parents=True)
+        (home / folder / f"{SID}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in kept))
+    stats = import_paths(tmp_path / "state.db", [home], tz=timezone.utc)
+    with SessionDB(tmp_path / "state.db") as db:
+        assert [m["content"] for m in db.get_messages(SID)] == [line["content"] for line in lines]
+    assert stats.messages_imported == 8
+
+
 def test_an_exchange_said_twice_stays_twice_when_the_database_holds_only_the_latest_turn(tmp_path: Path) -> None:
     """An untimed snapshot repeats an exchange; the database holds only the session's latest turn, so
     it cannot say how often the exchange was said (an inflated snapshot is judged only against timed

@@ -164,7 +164,7 @@ SHIFTED_RUN = 3  # this many paired messages in a row, all dated late: the copy'
 
 
 def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], existing_times: Sequence[float | None],
-                       incoming_times: Sequence[float | None]) -> list[int | None]:
+                       incoming: Sequence[Key], incoming_times: Sequence[float | None]) -> list[int | None]:
     """`matched` without the pairs that content alone made and time rules out: the existing message dated
     more than a minute after the copy's dating of it. Hermes appends a message as it happens and a copy
     dates it then or when its turn ends, never before, so such a pair is two messages with one text:
@@ -175,7 +175,10 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
     a session and appends it again at the time of the rewrite, several turns within a second (no live
     session asks two questions within a second); and files read in another time zone than they were
     written in, which dates a whole stretch of the session late (SHIFTED_RUN late pairs in a row:
-    coincidences of short texts do not line up so)."""
+    coincidences of short texts do not line up so).
+
+    A message freed so is paired again, in the gap it left, with the same message of the copy that time
+    allows (content matched the stored "ok" with the copy's first "ok" of two, and the second is it)."""
     rewritten = _rewrite_bursts(existing, existing_times)
     late = [old is not None and not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])
             for new, old in enumerate(matched)]
@@ -190,7 +193,10 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
                 if late[at]:
                     kept[at] = None
         start = new
-    return kept
+    if kept == matched:
+        return kept
+    return pair_in_gaps(kept, len(existing), lambda old, new: existing[old] == incoming[new] and not (
+        not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])))
 
 
 def _dated_late(stored: float | None, dated: float | None) -> bool:
