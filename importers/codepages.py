@@ -66,7 +66,9 @@ def _score(text: str) -> int:
     fits: Counter[str] = Counter()
     misfits = 0
     for word in _WORD.findall(text):
-        lowered = word.lower().replace("\u0307", "")  # "İ".lower() is "i" + a combining dot
+        # "İ".lower() is "i" + a combining dot, which would leave a Turkish word no Turkish letter: it
+        # counts as the dotless ı, a letter of the same alphabets
+        lowered = word.replace("\u0130", "\u0131").lower().replace("\u0307", "")
         letters = {ch for ch in lowered if ord(ch) > 127}
         if not letters:
             continue
@@ -95,9 +97,29 @@ def choose(evidence: Iterable[bytes]) -> Choice:
     if not results:
         return Choice("latin-1", 0, None)
     results.sort(reverse=True)
-    best = results[0]
+    best = _turkish_over_icelandic(results)
     close = [r for r in results[1:] if r[3] != best[3] and r[0] >= best[0] - max(1, abs(best[0]) // 10)]
     return Choice(best[2], best[0], close[0][2] if close else None)
+
+
+_SHARED_BY_ICELANDIC = frozenset("ðýþÐÝÞ")  # what cp1252 reads where cp1254 has ğışĞİŞ
+_ONLY_ICELANDIC = frozenset("áéíóúæÁÉÍÓÚÆ")  # Icelandic letters Turkish lacks (the same in both pages)
+
+
+def _turkish_over_icelandic(results: list[tuple[int, int, str, str]]) -> tuple[int, int, str, str]:
+    """The best reading; when cp1254 reads the evidence as well as cp1252, whose reading has Icelandic
+    letters only where the two pages differ (þ for ş, ý for ı, Ý for İ) and none of the Icelandic
+    vowels Turkish lacks, the Turkish one. Turkish words with ş, ı or ğ alone fit Icelandic as well
+    under cp1252, and ties went to cp1252: 'Şişli' was stored as 'Þiþli'."""
+    best = results[0]
+    if best[2] != "cp1252":
+        return best
+    turkish = next((r for r in results if r[2] == "cp1254"), None)
+    letters = set(best[3])
+    if turkish is not None and turkish[0] >= best[0] and letters & _SHARED_BY_ICELANDIC \
+            and not letters & _ONLY_ICELANDIC:
+        return turkish
+    return best
 
 
 def _bounded(evidence: Iterable[bytes]) -> Iterable[bytes]:

@@ -18,6 +18,11 @@ TURKISH = "Günaydın! Bugün İstanbul'da hava güneşli, şemsiyeye gerek yok.
     ("Café «résumé» — 5 €, naïve façade, “quotes” and ‘single’ ones…", "cp1252"),
     ("Müller: Straße öffnen, schön", "cp1252"),
     ("Þetta er íslenska, með ð og þ.", "cp1252"),
+    # Turkish whose only non-ASCII letters are ş, ı, İ, ğ: cp1252 reads them as Icelandic þ, ý, Ý, ð
+    ("Şişli'de İş Bankası şubesi", "cp1254"),
+    ("İyi akşamlar, İzmir'e gidiyorum", "cp1254"),
+    ("Şimdi İstanbul'dayım", "cp1254"),
+    ("İstanbul'da şu an saat kaç?", "cp1254"),
     ("Zażółć gęślą jaźń, łódź", "cp1250"),
     ("Привет, как дела? Всё хорошо.", "cp1251"),
     ("Ąžuolas ir ėglė šalia upės", "cp1257"),
