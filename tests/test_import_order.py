@@ -31,6 +31,7 @@ def test_inserted_messages_sit_between_stored_rows_with_no_room(tmp_path: Path, 
     wanted = ["first", "a", "b", "c", "d", "e", "last"]
     (tmp_path / f"{SID}.jsonl").write_text("".join(json.dumps({"role": "user", "content": t}) + "\n" for t in wanted))
 
+    dry = import_paths(db_path, [tmp_path / f"{SID}.jsonl"], dry_run=True)
     stats = import_paths(db_path, [tmp_path / f"{SID}.jsonl"])
 
     with SessionDB(db_path) as db:
@@ -39,6 +40,8 @@ def test_inserted_messages_sit_between_stored_rows_with_no_room(tmp_path: Path, 
     stamps = [m["timestamp"] for m in messages]
     assert all(b > a for a, b in pairwise(stamps))
     assert stats.messages_imported == 5 and stats.messages_skipped_duplicate == 2
+    assert ("retimed" in [p.kind for p in stats.problems]) is (times[0] == times[1])  # no room at all: moved
+    assert [p.detail for p in dry.problems] == [p.detail for p in stats.problems]  # the dry run says it too
     assert stamps[0] == times[0]  # the row before the inserts keeps its time
 
 

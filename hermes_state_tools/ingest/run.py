@@ -26,7 +26,7 @@ from hermes_state_tools.ingest.prepare import Batch, Prepared, left_out, prepare
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import found_by, local_batches, remote_batches
-from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, write_batch
+from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, retimed_notice, write_batch
 from hermes_state_tools.store.backup import backup_if_schema_changes
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store
@@ -216,7 +216,7 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
             if item is None and (problem := left_out(unit)) is not None:
                 stats.problems.append(problem)
             if item is not None:
-                stats.count(Written.planned(item))
+                stats.count(Written.planned(item, retimed_notice(item)))
                 written[unit.session_id] = as_written(item, before)
     finally:
         if conn is not None:

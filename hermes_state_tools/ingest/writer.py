@@ -124,16 +124,23 @@ def _next_message_id(conn: sqlite3.Connection) -> int:
     return highest + 1
 
 
+def retimed_notice(item: Prepared) -> tuple[Problem, ...]:
+    """The notice that stored rows are moved forward (a dry run says it too)."""
+    if not item.retimed:
+        return ()
+    return (Problem(
+        f"session {item.session_id}", None, "retimed",
+        f"{plural(len(item.retimed), 'stored message')} moved forward by microseconds so the imported messages "
+        f"sit in their place (ids {', '.join(str(mid) for mid, _ in item.retimed[:5])}"
+        + (", ...)" if len(item.retimed) > 5 else ")")),)
+
+
 def _retime(conn: sqlite3.Connection, item: Prepared, problems: list[Problem]) -> None:
     """Move stored rows forward where inserted messages reached their time (reported, never silent)."""
     if not item.retimed:
         return
     conn.executemany("UPDATE messages SET timestamp = ? WHERE id = ?", [(t, mid) for mid, t in item.retimed])
-    problems.append(Problem(
-        f"session {item.session_id}", None, "retimed",
-        f"{plural(len(item.retimed), 'stored message')} moved forward by microseconds so the imported messages "
-        f"sit in their place (ids {', '.join(str(mid) for mid, _ in item.retimed[:5])}"
-        + (", ...)" if len(item.retimed) > 5 else ")")))
+    problems += retimed_notice(item)
 
 
 def _enrich(conn: sqlite3.Connection, item: Prepared) -> None:
