@@ -763,3 +763,17 @@ def test_a_header_field_no_sqlite_writes_is_damage_and_recover_reads_the_pages(p
     dest = tmp_path / "recovered.db"
     assert cli_json("--db", path, "recover", dest)[0] in (0, 1)
     assert rows(dest, ALL_MESSAGES) == rows(pristine, ALL_MESSAGES)
+
+
+def test_a_zeroed_first_overflow_page_is_damage_of_the_rows_not_of_an_index(tmp_path):
+    """The first page of a long message's overflow chain zeroed: the row cannot be read. check called it
+    an index's damage (derived), as its look counted the rows without reading their overflow pages."""
+    path = build_db(tmp_path / "state.db", sessions=6, per_session=4, size=12000)
+    chain, size = _overflow_chain(path)
+    with open(path, "r+b") as handle:
+        handle.seek((chain[0] - 1) * size)
+        handle.write(bytes(size))
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    found = [(p["object"], p["data"]) for p in doc["problems"] if p["kind"] == "integrity"]
+    assert ("messages", "canonical") in found and not any(data == "derived" for _object, data in found), found
