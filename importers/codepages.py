@@ -98,7 +98,7 @@ def choose(evidence: Iterable[bytes]) -> Choice:
         return Choice("latin-1", 0, None)
     results.sort(reverse=True)
     best = _turkish_over_icelandic(results)
-    close = [r for r in results[1:] if r[3] != best[3] and r[0] >= best[0] - max(1, abs(best[0]) // 10)]
+    close = [r for r in results if r is not best and r[3] != best[3] and r[0] >= best[0] - max(1, abs(best[0]) // 10)]
     return Choice(best[2], best[0], close[0][2] if close else None)
 
 

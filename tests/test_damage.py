@@ -777,3 +777,15 @@ def test_a_zeroed_first_overflow_page_is_damage_of_the_rows_not_of_an_index(tmp_
     assert code == 1 and doc["damaged"]
     found = [(p["object"], p["data"]) for p in doc["problems"] if p["kind"] == "integrity"]
     assert ("messages", "canonical") in found and not any(data == "derived" for _object, data in found), found
+
+
+def test_a_write_version_past_two_is_a_read_only_file_not_damage(pristine, tmp_path):
+    """Header byte 18 (write version) above 2 makes SQLite read a file without writing it; only the read
+    version (byte 19) decides whether it can be read at all."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    data = bytearray(path.read_bytes())
+    data[18] = 3
+    path.write_bytes(bytes(data))
+    code, doc = cli_json("--db", path, "check")
+    assert code == 0 and not doc["damaged"], doc

@@ -272,32 +272,49 @@ def test_a_reply_dated_at_its_turns_end_is_still_the_stored_reply_after_an_unmat
     assert stored.count("Deployed.") == 1 and stats.messages_imported == 1
 
 
-def test_a_kept_copy_of_a_turn_the_database_lacks_keeps_its_question_that_a_later_stored_turn_repeats(
+def test_a_kept_copy_of_a_turn_the_database_lacks_keeps_its_reply_that_a_later_stored_turn_repeats(
         tmp_path: Path) -> None:
     """The database lacks a turn (a failed write, an /undo) that a kept copy ends with, and the next stored
-    turn asks the same "ok": the copy's "ok" is dated minutes before the stored one, so it is not it."""
+    turn ends with the same "Sure.": the copy's is dated minutes before the stored one, so it is not it,
+    though it would end the run of messages the two share. (A repeated question is still matched by
+    content: /retry stores the question again, alone, at the time of the retry.)"""
     history = [("hi there", "Hello!", "10:00:00"), ("what time is it", "10:05", "10:01:00")]
-    stored, stats = _turns_imported(tmp_path, [*history, ("ok", "Bye then.", "10:09:00")],
-                                    [*history, ("ok", "Anything else?", "10:03:00")])
-    assert stored == ["hi there", "Hello!", "what time is it", "10:05", "ok", "Anything else?", "ok", "Bye then."]
+    stored, stats = _turns_imported(tmp_path, [*history, ("tell me more", "Sure.", "10:09:00")],
+                                    [*history, ("go on", "Sure.", "10:03:00")])
+    assert stored == ["hi there", "Hello!", "what time is it", "10:05", "go on", "Sure.", "tell me more", "Sure."]
     assert stats.messages_imported == 2
 
 
 def test_rows_a_rewrite_dated_late_still_match_a_copy_from_before_it(tmp_path: Path) -> None:
     """/undo (or /compress) clears the session and appends it again, at the time of the rewrite: a copy
     from before holds the same messages at their old times, and they are the stored ones. The undone
-    turn's "ok" is not the "ok" asked live after the rewrite."""
-    turns = [("hi there", "Hello!"), ("ok", "Done."), ("tell me a joke", "Why did..."), ("ok", "Anything else?")]
+    turn's "Sure." is not the "Sure." said live after the rewrite."""
+    turns = [("hi there", "Hello!"), ("ok", "Done."), ("tell me a joke", "Why did..."), ("go on", "Sure.")]
     began, rewrite = _clock("10:00:00"), _clock("11:00:00")
     rows = [(role, text, rewrite + n / 1000) for n, (role, text) in enumerate(
         (role, text) for question, reply in turns[:3] for role, text in (("user", question), ("assistant", reply)))]
-    rows += [("user", "ok", rewrite + 120), ("assistant", "Undone, and done again.", rewrite + 121)]
+    rows += [("user", "and now?", rewrite + 120), ("assistant", "Sure.", rewrite + 125)]
     lines = [{"role": role, "content": text, "timestamp": f"2026-01-01T10:0{n}:00"}
              for n, (question, reply) in enumerate(turns) for role, text in (("user", question), ("assistant", reply))]
     stored, stats = _rows_imported(tmp_path, began, rows, lines)
-    assert stored == ["hi there", "Hello!", "ok", "Done.", "tell me a joke", "Why did...", "ok", "Anything else?",
-                      "ok", "Undone, and done again."]
+    assert stored == ["hi there", "Hello!", "ok", "Done.", "tell me a joke", "Why did...", "go on", "Sure.",
+                      "and now?", "Sure."]
     assert stats.messages_imported == 2
+
+
+def test_the_one_turn_an_undo_left_matches_a_copy_from_before_it(tmp_path: Path) -> None:
+    """/undo of a two-turn chat re-appends the first turn at the time of the rewrite, its two rows a
+    moment apart; a transcript from before dates them an hour earlier. They are the stored ones."""
+    rewrite = _clock("11:00:00")
+    rows = [("user", "hi there", rewrite), ("assistant", "Hello! How can I help?", rewrite + 0.002)]
+    lines = [{"role": role, "content": text, "timestamp": "2026-01-01T10:00:00"}
+             for role, text, _at in rows] + [{"role": "user", "content": "tell me a joke",
+                                               "timestamp": "2026-01-01T10:05:00"},
+                                              {"role": "assistant", "content": "Why did...",
+                                               "timestamp": "2026-01-01T10:05:00"}]
+    stored, stats = _rows_imported(tmp_path, _clock("10:00:00"), rows, lines)
+    assert stored == ["hi there", "Hello! How can I help?", "tell me a joke", "Why did..."]
+    assert stats.messages_imported == 2 and stats.messages_skipped_duplicate == 2
 
 
 def test_files_read_in_another_time_zone_still_match_the_stored_rows(tmp_path: Path) -> None:

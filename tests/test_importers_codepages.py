@@ -74,3 +74,8 @@ def test_text_no_page_reads_as_words_is_flagged(tmp_path):
     document = read_document(path, str(path))
     [notice] = document.problems
     assert "may be mojibake" in notice.detail and not notice.failure
+
+
+def test_turkish_chosen_over_an_even_cp1252_reading_names_cp1252_as_the_other_reading():
+    choice = choose(["Şişli'de İş Bankası şubesi".encode("cp1254")])
+    assert (choice.codec, choice.runner_up) == ("cp1254", "cp1252")

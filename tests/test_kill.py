@@ -263,6 +263,23 @@ def test_a_killed_swap_whose_file_was_written_since_never_replays_the_old_wal_on
     assert listing(tmp_path) == ["state.db", f"{keep.name}-wal-unapplied"]
 
 
+def test_a_killed_swap_whose_file_a_writer_holds_in_its_wal_drops_the_kept_name(tmp_path):
+    """Hermes wrote into the file left without its WAL and holds the commit in a new -wal (the main file
+    unchanged): the moved WAL cannot go back, and the kept name, a second name of the live file, would
+    have it replayed into the live file by whoever opened that name. It goes; the WAL is kept unapplied."""
+    db, keep = _killed_swap(tmp_path)
+    hermes = sqlite3.connect(db, isolation_level=None)
+    hermes.execute("PRAGMA wal_autocheckpoint=0")
+    hermes.execute("INSERT INTO sessions (id, source, started_at) VALUES ('hermes-live', 'cli', 2.0)")
+    assert run("--db", db, "status").returncode == 0  # a read: finishes nothing
+    from hermes_state_tools.store.files import remove_stale_temps  # what every writing command does first
+
+    remove_stale_temps(tmp_path)
+    hermes.close()
+    assert not keep.exists() and (tmp_path / f"{keep.name}-wal-unapplied").exists()
+    assert sound(db) and _sessions_named(db, "hermes-live") == 1
+
+
 def test_an_empty_swap_intent_is_dropped_and_the_command_runs(tmp_path):
     """A full disk (or a kill) as the intent was written leaves it empty: it names nothing to undo."""
     db = build_db(tmp_path / "state.db", sessions=5, per_session=3)

@@ -58,8 +58,8 @@ def damaged_header_field(path: Path) -> str | None:
     size = int.from_bytes(header[16:18], "big")
     if not (size == 1 or (512 <= size <= 32768 and size & (size - 1) == 0)):
         return f"page size {size}"
-    if header[18] not in (1, 2) or header[19] not in (1, 2):
-        return f"file format versions {header[18]}, {header[19]}"
+    if header[19] not in (1, 2):  # (a write version past 2 makes a file read-only, not unreadable)
+        return f"file format read version {header[19]}"
     if tuple(header[21:24]) != (64, 32, 32):
         return f"payload fractions {tuple(header[21:24])}"
     return None

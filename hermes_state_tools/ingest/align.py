@@ -171,32 +171,39 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
     an "ok" or "Thanks!" of an earlier turn in a copy, the later one stored. Dropping the copy's as
     stored lost it.
 
+    Only replies are undone so (an "ok", a "Thanks!"): /retry clears a session and appends its question
+    again alone, at the time of the retry, so a question dated late may be the stored one.
+
     Two things date stored rows late, and their pairs stay: a rewrite (/compress, /undo, /retry) clears
-    a session and appends it again at the time of the rewrite, several turns within a second (no live
-    session asks two questions within a second); and files read in another time zone than they were
-    written in, which dates a whole stretch of the session late (SHIFTED_RUN late pairs in a row:
-    coincidences of short texts do not line up so).
+    a session and appends it again at the time of the rewrite, a question and what follows within a
+    second; and files read in another time zone than they were written in, which dates a whole stretch
+    of the session late (SHIFTED_RUN late pairs in a row: coincidences of short texts do not line up so).
 
     A message freed so is paired again, in the gap it left, with the same message of the copy that time
     allows (content matched the stored "ok" with the copy's first "ok" of two, and the second is it)."""
     rewritten = _rewrite_bursts(existing, existing_times)
-    late = [old is not None and not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])
-            for new, old in enumerate(matched)]
+
+    def late(old: int, new: int) -> bool:
+        return not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])
+
+    dated_late = [old is not None and late(old, new) for new, old in enumerate(matched)]
     kept = list(matched)
     start = 0
     for new in range(1, len(matched) + 1):
         prior = matched[new - 1]
-        if new < len(matched) and late[new - 1] and late[new] and prior is not None and matched[new] == prior + 1:
+        if (new < len(matched) and dated_late[new - 1] and dated_late[new] and prior is not None
+                and matched[new] == prior + 1):
             continue  # the run of late pairs goes on
         if new - start < SHIFTED_RUN:
             for at in range(start, new):
-                if late[at]:
+                old = matched[at]
+                if dated_late[at] and old is not None and existing[old][0] != "user":
                     kept[at] = None
         start = new
     if kept == matched:
         return kept
     return pair_in_gaps(kept, len(existing), lambda old, new: existing[old] == incoming[new] and not (
-        not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])))
+        existing[old][0] != "user" and late(old, new)))
 
 
 def _dated_late(stored: float | None, dated: float | None) -> bool:
@@ -205,14 +212,16 @@ def _dated_late(stored: float | None, dated: float | None) -> bool:
 
 def _rewrite_bursts(existing: Sequence[Key], times: Sequence[float | None]) -> list[bool]:
     """For each existing message, whether it lies in a stretch of rows stored less than REWRITE_GAP_S
-    apart that holds two user messages or more: re-appended by a rewrite."""
+    apart that holds a user message and more: re-appended by a rewrite (an /undo that leaves one turn
+    re-appends two rows). A live turn answered within a second looks the same, and is let be: content
+    decides there, as it did before times were looked at."""
     marked = [False] * len(existing)
     start = 0
     for at in range(1, len(existing) + 1):
         here, before = (times[at], times[at - 1]) if at < len(existing) else (None, None)
         if here is not None and before is not None and here - before < REWRITE_GAP_S:
             continue
-        if sum(key[0] == "user" for key in existing[start:at]) >= 2:
+        if at - start >= 2 and any(key[0] == "user" for key in existing[start:at]):
             marked[start:at] = [True] * (at - start)
         start = at
     return marked

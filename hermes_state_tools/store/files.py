@@ -240,11 +240,14 @@ def _finish_swap(intent: Path) -> None:
         kept = [(keep.with_name(keep.name + suffix), db.with_name(db.name + suffix)) for suffix in ("-wal", "-journal")]
         written = bool(identity.strip()) and identity.strip() != _identity(db)  # (none: an older tool's intent)
         for aside, side in kept:
-            if aside.exists() and written:  # kept, under a name SQLite never replays onto any file
+            if not aside.exists():
+                continue
+            if written or side.exists():  # a writer came meanwhile: kept, under a name SQLite never replays
                 os.rename(aside, aside.with_name(aside.name + "-unapplied"))
-            elif aside.exists() and not side.exists():
+            else:
                 os.rename(aside, side)
-        if not any(aside.exists() for aside, _side in kept):
-            keep.unlink()  # only a second name of the database itself: the swap never happened
+        # Only a second name of the database itself (the swap never happened): beside it, a moved WAL would
+        # be replayed into the live file by whoever opened that name.
+        keep.unlink()
     intent.unlink(missing_ok=True)
     fsync_path(intent.parent)
