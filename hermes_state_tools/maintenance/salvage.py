@@ -10,6 +10,8 @@ verified, and only then put in place (store/files.py). The source is only ever r
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 import shutil
 import sqlite3
@@ -23,7 +25,14 @@ from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, TABLE_COLUMNS, TR
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import page_scan
 from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES, stray_zero
-from hermes_state_tools.maintenance.salvage_read import TableRead, index_values, literal, read_table, table_info
+from hermes_state_tools.maintenance.salvage_read import (
+    TableRead,
+    index_values,
+    indexed_rowids,
+    literal,
+    read_table,
+    table_info,
+)
 from hermes_state_tools.store.opening import ReadConnection, open_pages, open_read_connection, refuse_newer
 from hermes_state_tools.store.wal_frames import WalBreak, find_break
 from hermes_state_tools.tables import counters, fts
@@ -117,6 +126,9 @@ class _Read:
     known: dict[str, dict[int, Any]]  # what the sessions indexes still hold: column -> rowid -> value
     others: list[tuple[str, str, list[str], list[tuple[Any, ...]] | None]]
     sequence: int | None
+    # Every message id the session index holds, read whole (None: it could not be): a gap between ids
+    # that came back is a lost message only if the index names it, else a message deleted long ago.
+    indexed_messages: frozenset[int] | None = None
 
 
 def _sequence(conn: sqlite3.Connection) -> int | None:
@@ -158,7 +170,7 @@ def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
              (("id", "sqlite_autoindex_sessions_1"), ("source", "idx_sessions_source"),
               ("started_at", "idx_sessions_started"))}
     return _Read(read_table(conn, "sessions", s_cols), read_table(conn, "messages", m_cols), s_cols, m_cols,
-                 known, _read_others(conn), _sequence(conn))
+                 known, _read_others(conn), _sequence(conn), indexed_rowids(conn, "messages", "idx_messages_session"))
 
 
 def _columns_not_kept(conn: sqlite3.Connection, dest_columns: dict[str, list[str]]) -> list[str]:
@@ -291,8 +303,17 @@ def _write_messages(dest: sqlite3.Connection, read: _Read, report: SalvageReport
             if is_io_error(exc) or not dest.in_transaction:
                 raise  # a full disk is no fault of the row, and SQLite has rolled the whole build back
             report.rows_rejected += 1
-    report.messages_lost_ranges = list(read.messages.lost)
-    report.messages_lost = sum(b - a + 1 for a, b in read.messages.lost)
+    lost = read.messages.lost
+    if read.indexed_messages is not None:
+        lost = _ranges(sorted(i for i in read.indexed_messages if _within(i, lost)))
+    report.messages_lost_ranges = list(lost)
+    report.messages_lost = sum(b - a + 1 for a, b in lost)
+
+
+def _within(value: int, ranges: list[tuple[int, int]]) -> bool:
+    """Whether `value` lies in one of the sorted, disjoint (first, last) ranges."""
+    at = bisect.bisect_right(ranges, (value, math.inf)) - 1
+    return at >= 0 and ranges[at][0] <= value <= ranges[at][1]
 
 
 def _placeholders(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:

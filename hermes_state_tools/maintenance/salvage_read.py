@@ -181,3 +181,9 @@ def index_values(conn: sqlite3.Connection, table: str, index: str, column: str) 
     """rowid -> `column` as a (derived) index still holds it, to fill placeholders for lost rows."""
     got = _try(conn, f'SELECT rowid, "{column}" FROM "{table}" INDEXED BY "{index}"')
     return {rowid: value for rowid, value in (got or [])}
+
+
+def indexed_rowids(conn: sqlite3.Connection, table: str, index: str) -> frozenset[int] | None:
+    """Every rowid the index holds, read from the index alone; None when it cannot be read whole."""
+    got = _try(conn, f'SELECT rowid FROM "{table}" INDEXED BY "{index}"')
+    return None if got is None else frozenset(row[0] for row in got)
