@@ -181,12 +181,17 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
 
     A message freed so is paired again, in the gap it left, with the same message of the copy that time
     allows (content matched the stored "ok" with the copy's first "ok" of two, and the second is it)."""
-    rewritten = _rewrite_bursts(existing, existing_times)
+    burst = _rewrite_bursts(existing, existing_times)
 
-    def late(old: int, new: int) -> bool:
-        return not rewritten[old] and _dated_late(existing_times[old], incoming_times[new])
+    def rewritten(new: int) -> bool:  # its stored row and a neighbour's, paired side by side, in one burst
+        old = matched[new]
+        assert old is not None
+        return burst[old] is not None and any(
+            0 <= new + step < len(matched) and matched[new + step] == old + step and burst[old + step] == burst[old]
+            for step in (-1, 1))
 
-    dated_late = [old is not None and late(old, new) for new, old in enumerate(matched)]
+    dated_late = [old is not None and _dated_late(existing_times[old], incoming_times[new]) and not rewritten(new)
+                  for new, old in enumerate(matched)]
     kept = list(matched)
     start = 0
     for new in range(1, len(matched) + 1):
@@ -203,26 +208,27 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
     if kept == matched:
         return kept
     return pair_in_gaps(kept, len(existing), lambda old, new: existing[old] == incoming[new] and not (
-        existing[old][0] != "user" and late(old, new)))
+        existing[old][0] != "user" and _dated_late(existing_times[old], incoming_times[new])))
 
 
 def _dated_late(stored: float | None, dated: float | None) -> bool:
     return stored is not None and dated is not None and stored > dated + CLOCK_SLACK_S
 
 
-def _rewrite_bursts(existing: Sequence[Key], times: Sequence[float | None]) -> list[bool]:
-    """For each existing message, whether it lies in a stretch of rows stored less than REWRITE_GAP_S
-    apart that holds a user message and more: re-appended by a rewrite (an /undo that leaves one turn
-    re-appends two rows). A live turn answered within a second looks the same, and is let be: content
-    decides there, as it did before times were looked at."""
-    marked = [False] * len(existing)
+def _rewrite_bursts(existing: Sequence[Key], times: Sequence[float | None]) -> list[int | None]:
+    """For each existing message, the stretch it lies in (its first index) when rows stored less than
+    REWRITE_GAP_S apart hold a user message and more there: what a rewrite re-appends (an /undo that
+    leaves one turn re-appends two rows), else None. A turn stored within a second (a script, a fast
+    reply) looks the same: only pairs side by side in it count as a rewrite's (a copy holds what the
+    rewrite re-appended as it held it), a lone "ok" paired into it does not."""
+    marked: list[int | None] = [None] * len(existing)
     start = 0
     for at in range(1, len(existing) + 1):
         here, before = (times[at], times[at - 1]) if at < len(existing) else (None, None)
         if here is not None and before is not None and here - before < REWRITE_GAP_S:
             continue
         if at - start >= 2 and any(key[0] == "user" for key in existing[start:at]):
-            marked[start:at] = [True] * (at - start)
+            marked[start:at] = [start] * (at - start)
         start = at
     return marked
 
