@@ -61,10 +61,8 @@ def _without_trigger(name: str, *statements: str) -> tuple[str, ...]:
     return (f"DROP TRIGGER {name}", *statements, TRIGGERS[name])
 
 
-def corrupt_index(path: Path) -> None:
-    """Destroy the idx_sessions_source b-tree page (its header kept, its cells zeroed): the index is
-    damaged, the table reads whole. (A single changed key is no index damage one can name: the row may as
-    well have changed; see test_damage.)"""
+def _source_index_page(path: Path) -> tuple[int, int]:
+    """(offset, size) of the idx_sessions_source root page, the file checkpointed first."""
     conn = sqlite3.connect(str(path))
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -72,8 +70,15 @@ def corrupt_index(path: Path) -> None:
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
     finally:
         conn.close()
+    return (root - 1) * page_size, page_size
+
+
+def corrupt_index(path: Path) -> None:
+    """Destroy the idx_sessions_source b-tree page (its header kept, its cells zeroed): the index is
+    damaged, the table reads whole. (A single changed key is no index damage one can name: the row may as
+    well have changed; see test_damage.)"""
+    start, page_size = _source_index_page(path)  # (checkpointed: the file holds every page)
     data = bytearray(path.read_bytes())
-    start = (root - 1) * page_size
     data[start + 8:start + page_size] = bytes(page_size - 8)
     path.write_bytes(bytes(data))
 
@@ -81,15 +86,8 @@ def corrupt_index(path: Path) -> None:
 def change_index_key(path: Path) -> None:
     """Change one key inside the idx_sessions_source b-tree page: the table and the index disagree, and
     nothing says which one changed."""
-    conn = sqlite3.connect(str(path))
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'idx_sessions_source'").fetchone()[0]
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    finally:
-        conn.close()
+    start, page_size = _source_index_page(path)  # (checkpointed: the file holds every page)
     data = bytearray(path.read_bytes())
-    start = (root - 1) * page_size
     at = data.index(b"telegram", start, start + page_size)
     data[at:at + 8] = b"telegrax"
     path.write_bytes(bytes(data))

@@ -60,6 +60,19 @@ def damaged_copy(pristine: Path, tmp_path: Path, kind: str) -> Path:
     return path
 
 
+def edited_copy(pristine: Path, tmp_path: Path, *statements: str, params: tuple[object, ...] = ()) -> Path:
+    """A copy of the pristine store with `statements` run in one transaction and checkpointed into it."""
+    path = tmp_path / "state.db"
+    shutil.copyfile(pristine, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for statement in statements:
+            conn.execute(statement, params if "?" in statement else ())
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
 def expected_object(kind: str) -> str:
     return "messages_fts" if kind == "dup_master" else kind
 
@@ -169,16 +182,11 @@ def test_recovered_counters_count_the_tool_calls_that_came_back(pristine, tmp_pa
     """A lost page of messages takes tool calls with it, a lost sessions page the counters: DEST's
     tool_call_count is recounted with message_count (it kept the stale one, or 0 for a placeholder,
     and `check` on DEST found counter_mismatch)."""
-    path = tmp_path / "state.db"
-    shutil.copyfile(pristine, path)
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("""UPDATE messages SET tool_calls = '[{"id": "c", "function": {"name": "t"}}]'
-                        WHERE role = 'assistant'""")
-        conn.execute("UPDATE sessions SET tool_call_count = (SELECT COUNT(*) FROM messages m "
-                     "WHERE m.session_id = sessions.id AND m.role = 'assistant')")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
+    path = edited_copy(pristine, tmp_path,
+                       """UPDATE messages SET tool_calls = '[{"id": "c", "function": {"name": "t"}}]'
+                          WHERE role = 'assistant'""",
+                       "UPDATE sessions SET tool_call_count = (SELECT COUNT(*) FROM messages m "
+                       "WHERE m.session_id = sessions.id AND m.role = 'assistant')")
     damage(path, kind)
     dest = tmp_path / "recovered.db"
     assert cli_json("--db", path, "recover", dest)[0] in (0, 1)
@@ -445,17 +453,10 @@ def test_a_cut_short_file_is_missing_only_the_pages_its_wal_does_not_hold(tmp_pa
 
 def _with_newer_columns(pristine: Path, tmp_path: Path, version: int) -> Path:
     """Columns (and a table) a later Hermes added, holding values; the version it recorded."""
-    path = tmp_path / "state.db"
-    shutil.copyfile(pristine, path)
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("ALTER TABLE sessions ADD COLUMN workspace TEXT NOT NULL DEFAULT 'home'")
-        conn.execute("ALTER TABLE messages ADD COLUMN attachments TEXT")
-        conn.execute("UPDATE messages SET attachments = '[\"a.png\"]' WHERE id % 7 = 0")
-        conn.execute("UPDATE schema_version SET version = ?", (version,))
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return path
+    return edited_copy(pristine, tmp_path, "ALTER TABLE sessions ADD COLUMN workspace TEXT NOT NULL DEFAULT 'home'",
+                       "ALTER TABLE messages ADD COLUMN attachments TEXT",
+                       "UPDATE messages SET attachments = '[\"a.png\"]' WHERE id % 7 = 0",
+                       "UPDATE schema_version SET version = ?", params=(version,))
 
 
 def test_recover_of_a_newer_schema_names_the_columns_it_cannot_keep(pristine, tmp_path):
@@ -794,13 +795,7 @@ def test_a_write_version_past_two_is_a_read_only_file_not_damage(pristine, tmp_p
 def test_messages_deleted_long_ago_are_not_counted_as_lost(pristine, tmp_path):
     """Ids of messages Hermes deleted (a deleted session) leave gaps that look like lost rows: recover
     counted them with the rows a destroyed page took. The session index names the ids that exist."""
-    path = tmp_path / "state.db"
-    shutil.copyfile(pristine, path)
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("DELETE FROM messages WHERE id % 7 = 0")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
+    path = edited_copy(pristine, tmp_path, "DELETE FROM messages WHERE id % 7 = 0")
     there = {r[0] for r in rows(path, "SELECT id FROM messages")}
     destroy_btree(path, "messages", count=3)
     code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")

@@ -196,15 +196,22 @@ def test_soak_kills_at_random_moments(big, tmp_path, timings, seed):
             _kill_recover(big, work, fraction, timings["recover"])
 
 
-def test_a_swap_killed_between_its_renames_gets_its_wal_back_on_the_next_run(tmp_path):
-    """The one moment a kill can leave the database without its WAL: moved aside, new file not yet in."""
-    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+def _commit_left_in_wal(db: Path) -> None:
+    """Commit the session 'only-in-the-wal' and leave it in the -wal, as a crashed Hermes leaves it (a
+    clean close would checkpoint it)."""
     writer = sqlite3.connect(db, isolation_level=None)
     writer.execute("PRAGMA wal_autocheckpoint=0")
     writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('only-in-the-wal', 'cli', 1.0)")
-    shutil.copyfile(f"{db}-wal", tmp_path / "saved")
+    saved = db.with_name(db.name + ".saved-wal")
+    shutil.copyfile(f"{db}-wal", saved)
     writer.close()
-    shutil.move(tmp_path / "saved", f"{db}-wal")  # as a crashed Hermes leaves it
+    shutil.move(saved, f"{db}-wal")
+
+
+def test_a_swap_killed_between_its_renames_gets_its_wal_back_on_the_next_run(tmp_path):
+    """The one moment a kill can leave the database without its WAL: moved aside, new file not yet in."""
+    db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
+    _commit_left_in_wal(db)
     keep = tmp_path / "state.db.pre-repair-20260101T000000Z"
     (tmp_path / "state.db.hermes-tmp-swap-999999").write_text(keep.name)  # pid 999999: not running
     os.link(db, keep)
@@ -222,12 +229,7 @@ def _killed_swap(tmp_path: Path) -> tuple[Path, Path]:
     """A database whose committed row 'only-in-the-wal' is in its -wal, caught by a swap killed between
     its renames: the intent written (this tool's format), the WAL moved aside under the kept name."""
     db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
-    writer = sqlite3.connect(db, isolation_level=None)
-    writer.execute("PRAGMA wal_autocheckpoint=0")
-    writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('only-in-the-wal', 'cli', 1.0)")
-    shutil.copyfile(f"{db}-wal", tmp_path / "saved")
-    writer.close()
-    shutil.move(tmp_path / "saved", f"{db}-wal")
+    _commit_left_in_wal(db)
     keep = tmp_path / "state.db.pre-restore-20260101T000000Z"
     st = db.stat()
     (tmp_path / "state.db.hermes-tmp-swap-999999").write_text(f"{keep.name}\n{st.st_ino} {st.st_size} {st.st_mtime_ns}")
@@ -293,12 +295,7 @@ def test_a_restore_folds_the_old_files_wal_into_the_copy_it_keeps(tmp_path):
     """The swap folds a sound WAL into the old file first: at no moment is the database its main file
     without its latest commits, and the kept copy holds them without a -wal."""
     db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
-    writer = sqlite3.connect(db, isolation_level=None)
-    writer.execute("PRAGMA wal_autocheckpoint=0")
-    writer.execute("INSERT INTO sessions (id, source, started_at) VALUES ('only-in-the-wal', 'cli', 1.0)")
-    shutil.copyfile(f"{db}-wal", tmp_path / "saved")
-    writer.close()
-    shutil.move(tmp_path / "saved", f"{db}-wal")
+    _commit_left_in_wal(db)
     backup = build_db(tmp_path / "old.db", sessions=2, per_session=1)
     assert run("--db", db, "restore", backup, "--yes").returncode == 0
     kept = [name for name in listing(tmp_path) if ".pre-restore-" in name]
