@@ -331,6 +331,32 @@ def test_files_read_in_another_time_zone_still_match_the_stored_rows(tmp_path: P
     assert stats.messages_imported == 0
 
 
+def test_one_exchange_dated_an_hour_early_is_still_the_stored_one(tmp_path: Path) -> None:
+    """The repeated hour of a daylight-saving fall-back, or a machine that changed zones mid-session: one
+    exchange of the copy is dated an hour before the stored rows. A question and its reply side by side,
+    both late: the copy's clock, not a coincidence (that pairs a short reply alone)."""
+    rows = [("user", "remind me at 9", _clock("02:20:00")), ("assistant", "Done, reminder set.", _clock("02:20:07"))]
+    lines = [{"role": role, "content": text, "timestamp": "2026-01-01T01:20:07"} for role, text, _at in rows]
+    stored, stats = _rows_imported(tmp_path, _clock("00:00:00"), rows, lines)
+    assert stored == ["remind me at 9", "Done, reminder set."] and stats.messages_imported == 0
+
+
+def test_a_tool_result_names_itself_and_time_never_parts_it_from_its_stored_row(tmp_path: Path) -> None:
+    """A transcript that dates a turn where it began, and a tool that ran for minutes: the stored result is
+    late against that dating, and it is the same result all the same (its call id says so)."""
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session(SID, "telegram")
+        db._conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (_clock("09:00:00"), SID))
+        message_id = db.append_message(SID, "tool", "412 passed", tool_call_id="call_1", tool_name="terminal")
+        db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (_clock("10:04:00"), message_id))
+    (tmp_path / f"{SID}.jsonl").write_text(json.dumps(
+        {"role": "tool", "content": "412 passed", "tool_call_id": "call_1", "timestamp": "2026-01-01T10:00:00"}) + "\n")
+    stats = import_paths(tmp_path / "state.db", [tmp_path / f"{SID}.jsonl"], tz=timezone.utc)
+    with SessionDB(tmp_path / "state.db") as db:
+        assert [m["content"] for m in db.get_messages(SID)] == ["412 passed"]
+    assert stats.messages_imported == 0
+
+
 def test_the_same_command_run_in_two_turns_is_two_calls_by_their_ids(tmp_path: Path) -> None:
     """An untimed snapshot of the first turn and a database holding only a later one that runs the same
     command: the calls' ids differ, so the snapshot's call is not the stored one (it was dropped, and

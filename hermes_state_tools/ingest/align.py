@@ -160,7 +160,7 @@ def _apart(matched: list[int | None], existing: Sequence[float | None], incoming
 
 CLOCK_SLACK_S = 60.0  # the clock's leeway between Hermes' append of a message and a copy's dating of it
 REWRITE_GAP_S = 1.0  # rows one rewrite re-appended lie closer together than this
-SHIFTED_RUN = 3  # this many paired messages in a row, all dated late: the copy's clock, not coincidence
+SHIFTED_RUN = 2  # this many paired messages in a row, all dated late: the copy's clock, not coincidence
 
 
 def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], existing_times: Sequence[float | None],
@@ -177,7 +177,8 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
     Two things date stored rows late, and their pairs stay: a rewrite (/compress, /undo, /retry) clears
     a session and appends it again at the time of the rewrite, a question and what follows within a
     second; and files read in another time zone than they were written in, which dates a whole stretch
-    of the session late (SHIFTED_RUN late pairs in a row: coincidences of short texts do not line up so).
+    of the session late (SHIFTED_RUN late pairs in a row, a question and its reply: a coincidence pairs a
+    short reply alone).
 
     A message freed so is paired again, in the gap it left, with the same message of the copy that time
     allows (content matched the stored "ok" with the copy's first "ok" of two, and the second is it)."""
@@ -190,7 +191,8 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
             0 <= new + step < len(matched) and matched[new + step] == old + step and burst[old + step] == burst[old]
             for step in (-1, 1))
 
-    dated_late = [old is not None and _dated_late(existing_times[old], incoming_times[new]) and not rewritten(new)
+    # late by the clock, a rewrite's rows too: they make a run as long as any, and do not cut one short
+    dated_late = [old is not None and _dated_late(existing_times[old], incoming_times[new])
                   for new, old in enumerate(matched)]
     kept = list(matched)
     start = 0
@@ -202,13 +204,20 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
         if new - start < SHIFTED_RUN:
             for at in range(start, new):
                 old = matched[at]
-                if dated_late[at] and old is not None and existing[old][0] != "user":
+                if dated_late[at] and old is not None and _judged(existing[old]) and not rewritten(at):
                     kept[at] = None
         start = new
     if kept == matched:
         return kept
     return pair_in_gaps(kept, len(existing), lambda old, new: existing[old] == incoming[new] and not (
-        existing[old][0] != "user" and _dated_late(existing_times[old], incoming_times[new])))
+        _judged(existing[old]) and _dated_late(existing_times[old], incoming_times[new])))
+
+
+def _judged(key: Key) -> bool:
+    """Whether time may undo a pair of this message: a reply, not a question (see unpair_out_of_time), and
+    not one that names itself (a tool result by its call id, a call by its tool and arguments: the ids
+    are compared apart, merge_copies._ids_differ)."""
+    return key[0] == "assistant" and not key[2]
 
 
 def _dated_late(stored: float | None, dated: float | None) -> bool:
