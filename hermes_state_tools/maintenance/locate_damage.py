@@ -115,38 +115,69 @@ def written_text(raw: bytes) -> bool:
     return True
 
 
-def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
-    """'row N missing from index I' says the row and its index entry differ, not which one changed. The
+@dataclass(frozen=True)
+class _Mismatch:
+    """'row N missing from index I': the N-th row of I's table and its entry in I differ. N counts the
+    rows of the table's scan (rowid order), not the rowid: the two part once a row was deleted."""
+
+    line: str
+    position: int
+    index: str
+    table: str
+
+
+def _mismatches(conn: sqlite3.Connection, lines: list[str]) -> dict[int, _Mismatch]:
+    """The integrity lines (by their place in `lines`) that say a row and its index entry differ."""
+    tables = {str(name): str(table) for name, table in conn.execute(
+        "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'")}
+    found = {}
+    for at, line in enumerate(lines):
+        match = _NOT_INDEXED.search(line)
+        if match is not None and match.group(2) in tables:
+            found[at] = _Mismatch(line, int(match.group(1)), match.group(2), tables[match.group(2)])
+    return found
+
+
+def _rowids_at(conn: sqlite3.Connection, table: str, positions: set[int]) -> tuple[dict[int, int], str | None]:
+    """position -> rowid in the table's scan, all in one pass up to the last position asked (not a scan
+    per integrity line), and SQLite's error when the scan stopped at a destroyed page before it."""
+    rowids: dict[int, int] = {}
+    cursor = conn.execute(f'SELECT rowid FROM "{table}" NOT INDEXED')
+    try:
+        for position, (rowid,) in enumerate(cursor, 1):
+            if position in positions:
+                rowids[position] = int(rowid)
+            if position >= max(positions):
+                break
+    except sqlite3.DatabaseError as exc:
+        if not is_corrupt(exc):
+            raise
+        return rowids, " ".join(str(exc).split())
+    finally:
+        cursor.close()
+    return rowids, None
+
+
+def _destroyed_row(conn: sqlite3.Connection, mismatch: _Mismatch, rowid: int | None,
+                   unreadable: str | None) -> Damage | None:
+    """A row and its index entry differ (see _Mismatch), and SQLite does not say which one changed. The
     last page of a long row's overflow chain, zeroed (a well-formed end of the chain), changes the row:
     its last values (the indexed timestamp) read 0 and its text ends in zero bytes. Then the table's
-    rows are damaged (canonical), and a rebuild of the index would make the destroyed row its truth."""
-    match = _NOT_INDEXED.search(line)
-    if match is None:
-        return None
-    position, index = int(match.group(1)), match.group(2)
-    rowid = position
-    table: str | None = None
+    rows are damaged (canonical), and a rebuild of the index would make the destroyed row its truth.
+    `rowid`: the row at the line's position (None: the scan ended before it, or stopped at `unreadable`)."""
+    table, line = mismatch.table, mismatch.line
+    if rowid is None:
+        return None if unreadable is None else Damage(
+            table, "canonical", f"{line}: row {mismatch.position} of {table} cannot be read ({unreadable})")
     try:
-        found = conn.execute("SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?",
-                             (index,)).fetchone()
-        if found is None:
-            return None
-        table = str(found[0])
-        # N counts the rows of the table's scan (rowid order), not the rowid: they differ once a row was deleted
-        at = conn.execute(f'SELECT rowid FROM "{table}" NOT INDEXED LIMIT 1 OFFSET ?', (position - 1,)).fetchone()
-        if at is None:
-            return None
-        rowid = int(at[0])
         columns = [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
-        indexed = {str(row[2]) for row in conn.execute(f'PRAGMA index_info("{index}")')}
+        indexed = {str(row[2]) for row in conn.execute(f'PRAGMA index_info("{mismatch.index}")')}
         # as bytes, and a REAL as itself (text read as text would fail to decode on stray bytes)
         both = ", ".join(f'CAST("{c}" AS BLOB), CASE typeof("{c}") WHEN \'real\' THEN "{c}" END' for c in columns)
         values = conn.execute(f'SELECT {both} FROM "{table}" NOT INDEXED WHERE rowid = ?', (rowid,)).fetchone()
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise
-        if table is None:
-            return None
         why = " ".join(str(exc).split())
         return Damage(table, "canonical", f"{line}: row {rowid} of {table} cannot be read ({why})")
     if values is None:
@@ -159,15 +190,13 @@ def _destroyed_row(conn: sqlite3.Connection, line: str) -> Damage | None:
                                       "its values were (a destroyed page of it)")
 
 
-def _row_or_entry(conn: sqlite3.Connection, line: str, index: str, objects: dict[str, str]) -> Damage:
+def _row_or_entry(mismatch: _Mismatch, objects: dict[str, str]) -> Damage:
     """A row that differs from its entry in an index which itself reads whole (no page of it destroyed,
     its entries all counted): one bit of the row may have flipped (a timestamp, a session id) as well as
     one of the entry, and SQLite cannot say which. Rebuilding the index would make the row's value the
     truth without a word; it is canonical damage: `recover` copies the rows as they read, and says so."""
-    table = str(next((row[0] for row in conn.execute(
-        "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = ?", (index,))), index))
-    return Damage(table, classify(table, objects),
-                  f"{line}: the row or its entry changed, and SQLite cannot say which (the index itself reads whole)")
+    return Damage(mismatch.table, classify(mismatch.table, objects), f"{mismatch.line}: the row or its entry "
+                  "changed, and SQLite cannot say which (the index itself reads whole)")
 
 
 def _rows_readable(conn: sqlite3.Connection, table: str) -> bool:
@@ -214,16 +243,24 @@ def diagnose(conn: sqlite3.Connection, quick: bool = False) -> list[Damage]:
         for name, pages in corrupted_pages(conn).items():
             shown = ", ".join(map(str, pages[:5])) + (f", ... ({len(pages)} pages)" if len(pages) > 5 else "")
             found.append(Damage(name, classify(name, objects), f"page {shown} destroyed"))
-    owners = [(line, _owner(conn, line, objects)) for line in lines]
-    broken = {d.name for d in found} | {owner for line, owner in owners
-                                         if owner is not None and not _NOT_INDEXED.search(line)}
-    for line, owner in owners:
-        if (destroyed := _destroyed_row(conn, line)) is not None:
-            found.append(destroyed)
-        elif (match := _NOT_INDEXED.search(line)) is not None and match.group(2) not in broken:
-            found.append(_row_or_entry(conn, line, match.group(2), objects))
-        else:
-            found.append(Damage(owner or "file structure", classify(owner, objects) if owner else "derived", line))
+    mismatches = _mismatches(conn, lines)
+    owners = [_owner(conn, line, objects) for line in lines]
+    broken = {d.name for d in found} | {owner for at, owner in enumerate(owners)
+                                         if owner is not None and not _NOT_INDEXED.search(lines[at])}
+    located = {table: _rowids_at(conn, table, {m.position for m in mismatches.values() if m.table == table})
+               for table in {m.table for m in mismatches.values()}}
+    for at, (line, owner) in enumerate(zip(lines, owners, strict=True)):
+        mismatch = mismatches.get(at)
+        if mismatch is not None:
+            rowids, unreadable = located[mismatch.table]
+            destroyed = _destroyed_row(conn, mismatch, rowids.get(mismatch.position), unreadable)
+            if destroyed is not None:
+                found.append(destroyed)
+                continue
+            if mismatch.index not in broken:
+                found.append(_row_or_entry(mismatch, objects))
+                continue
+        found.append(Damage(owner or "file structure", classify(owner, objects) if owner else "derived", line))
     if error is not None and not any(d.name in objects for d in found):
         found += _per_table(conn, pragma, objects) or [Damage("unknown", "canonical", error)]
     return _merge(found)
