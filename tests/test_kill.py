@@ -19,6 +19,7 @@ from page_damage import build_db, damage, listing
 from schema_fixtures import load_fixture
 
 from hermes_state_tools import SessionDB
+from hermes_state_tools.core.paths import file_identity
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -231,8 +232,8 @@ def _killed_swap(tmp_path: Path) -> tuple[Path, Path]:
     db = build_db(tmp_path / "state.db", sessions=5, per_session=3)
     _commit_left_in_wal(db)
     keep = tmp_path / "state.db.pre-restore-20260101T000000Z"
-    st = db.stat()
-    (tmp_path / "state.db.hermes-tmp-swap-999999").write_text(f"{keep.name}\n{st.st_ino} {st.st_size} {st.st_mtime_ns}")
+    identity = " ".join(map(str, file_identity(db) or ()))
+    (tmp_path / "state.db.hermes-tmp-swap-999999").write_text(f"{keep.name}\n{identity}")
     os.link(db, keep)
     os.rename(f"{db}-wal", f"{keep}-wal")
     return db, keep

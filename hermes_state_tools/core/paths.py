@@ -65,3 +65,13 @@ def tighten_permissions(db_path: Path) -> None:
             except PermissionError:
                 # Someone else's file opened by a reader we share a group with: leave it be.
                 pass
+
+
+def file_identity(path: Path) -> tuple[int, int, int] | None:
+    """(size, mtime in ns, inode) of a file, None when it cannot be stat'ed: what changes when a writer
+    writes into it, checkpoints into it, or replaces it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino

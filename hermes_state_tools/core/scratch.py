@@ -48,12 +48,12 @@ def remove_stale(folder: Path, now: float | None = None) -> list[Path]:
     now = time.time() if now is None else now
     removed: list[Path] = []
     try:
-        entries = [entry for entry in os.scandir(folder) if _SCRATCH.match(entry.name)]
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
-        match = _SCRATCH.match(entry.name)
-        assert match is not None
+        if (match := _SCRATCH.match(entry.name)) is None:
+            continue
         try:
             stale = (entry.is_dir(follow_symlinks=False) and not alive(int(match.group(2)))
                      and now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER_S)

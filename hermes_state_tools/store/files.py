@@ -19,7 +19,7 @@ import sqlite3
 import struct
 from pathlib import Path
 
-from hermes_state_tools.core.paths import SIDECAR_SUFFIXES, sidecar_paths
+from hermes_state_tools.core.paths import SIDECAR_SUFFIXES, file_identity, sidecar_paths
 from hermes_state_tools.core.scratch import alive
 from hermes_state_tools.errors import DestinationExistsError, UnsafeDestinationError
 from hermes_state_tools.store.wal_frames import find_break
@@ -217,11 +217,9 @@ def _fold_wal(db: Path) -> None:
 
 
 def _identity(path: Path) -> str:
-    try:
-        st = path.stat()
-    except OSError:
-        return ""
-    return f"{st.st_ino} {st.st_size} {st.st_mtime_ns}"
+    """The file's identity as the swap intent records it ("" when it has none)."""
+    identity = file_identity(path)
+    return "" if identity is None else " ".join(map(str, identity))
 
 
 def _finish_swap(intent: Path) -> None:

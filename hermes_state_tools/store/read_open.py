@@ -33,7 +33,7 @@ from hermes_state_tools.core.connection import (
     SQLITE_READONLY,
     is_corrupt,
 )
-from hermes_state_tools.core.paths import sidecar_paths
+from hermes_state_tools.core.paths import file_identity, sidecar_paths
 from hermes_state_tools.store.wal_frames import mend_copy
 
 _BUSY_TIMEOUT_S = 1.0
@@ -70,14 +70,6 @@ def _plan(path: Path) -> str:
     if shm.exists():
         return "ro"
     return "immutable" if wal.stat().st_size == 0 else "snapshot"
-
-
-def _identity(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def _connect(uri: str) -> ReadConnection:
@@ -119,7 +111,7 @@ def _open(path: Path, how: str) -> ReadConnection:
             raise
         conn.snapshot_dir = folder
     else:
-        identity = _identity(path)  # before the look: a checkpoint during it changes the file under it
+        identity = file_identity(path)  # before the look: a checkpoint during it changes the file under it
         conn = _connect(f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if how == "immutable" else ""))
         conn.opened_as = identity
     conn.how = how
@@ -191,12 +183,12 @@ def _stable_copy(path: Path, tolerate_schema_damage: bool) -> ReadConnection | N
     except OSError:
         return None
     for _attempt in range(_STABLE_TRIES):
-        before = _identity(path)
+        before = file_identity(path)
         try:
             folder, copy = snapshot(path)
         except OSError:
             return None
-        if before is not None and _identity(path) == before:
+        if before is not None and file_identity(path) == before:
             try:
                 conn = open_checked(copy, "copy", tolerate_schema_damage)
             except BaseException:
@@ -234,4 +226,4 @@ def writer_arrived(conn: ReadConnection, path: Path) -> bool:
     """True when `conn` was an immutable look and a writer has opened the file since: a -wal exists
     now, or the main file changed under the look (a writer came, checkpointed and left, removing its
     -wal). What the look read may have been torn, so a problem it saw is looked at again."""
-    return conn.how == "immutable" and (sidecar_paths(path)[0].exists() or _identity(path) != conn.opened_as)
+    return conn.how == "immutable" and (sidecar_paths(path)[0].exists() or file_identity(path) != conn.opened_as)
