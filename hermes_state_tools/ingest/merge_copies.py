@@ -214,8 +214,8 @@ def _unmask(slot: _Slot, message: LegacyMessage) -> bool:
     return side is not None
 
 
-def unpair_contradicted(matched: list[int | None], slots: list[_Slot], incoming: list[LegacyMessage],
-                        keys: list[Key], started_at: float | None) -> list[int | None]:
+def unpair_contradicted(matched: list[int | None], slots: list[_Slot], existing_keys: list[Key],
+                        incoming: list[LegacyMessage], keys: list[Key], started_at: float | None) -> list[int | None]:
     """The content alignment's pairs, without those the tool-call ids or the times rule out. Times only
     where the copy's clock agrees with the stored session's: no message of it before the session
     started (files read in another zone than they were written in, or a test's made-up times, would
@@ -224,9 +224,8 @@ def unpair_contradicted(matched: list[int | None], slots: list[_Slot], incoming:
     known = [t for t in dated if t is not None]
     paired = matched
     if started_at is not None and known and min(known) >= started_at - CLOCK_SLACK_S:
-        paired = unpair_out_of_time(matched, [s.identity() for s in slots],
-                                    [s.timestamp if s.stored is not None else None for s in slots],
-                                    keys, dated)
+        paired = unpair_out_of_time(matched, existing_keys,
+                                    [s.timestamp if s.stored is not None else None for s in slots], keys, dated)
     return [None if old is not None and _ids_differ(_copy_calls(slots[old]), incoming[new].tool_calls) else old
             for new, old in enumerate(paired)]
 
@@ -273,7 +272,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage], started_at: f
             repeats = len(dropped)
             matched = align(existing_keys, keys)  # (no times in this copy to choose by)
     matched = realigned(matched, lambda e: _copy_of(slots[e]), existing_keys, [Copy.of(m) for m in incoming], keys)
-    matched = unpair_contradicted(matched, slots, incoming, keys, started_at)
+    matched = unpair_contradicted(matched, slots, existing_keys, incoming, keys, started_at)
     additions: dict[int, list[_Slot]] = {}
     masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
