@@ -33,6 +33,7 @@ from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
 from hermes_state_tools.store.opening import (
     LOOKS,
+    last_look,
     open_hermes,
     open_read_connection,
     require_database_file,
@@ -345,11 +346,11 @@ def check_report(path: Path, quick: bool = False, progress: Steps | None = None)
         require_database_file(path)
     except DamagedDatabaseError as exc:  # a destroyed header: SQLite cannot open it at all
         return _unreadable(exc)
-    report, again = _check_once(path, quick, progress)
-    for _attempt in range(LOOKS - 1):  # a writer opened the file during an immutable look: a problem
-        if not again:                  # it saw may be a torn read, so the file is checked again
+    for attempt in range(LOOKS):  # a writer opened the file during an immutable look: a problem it saw
+        # may be a torn read, so the file is checked again, the last time on a stable private copy
+        report, again = _check_once(path, quick, progress, stable=last_look(attempt))
+        if not again:
             break
-        report, again = _check_once(path, quick, progress)
     # Committed frames past a damaged one, which SQLite never reads: the -wal's checksums read in
     # Python (about 25 ms per MB of WAL), left to the full check.
     hidden = None if quick else find_break(path)
@@ -360,15 +361,16 @@ def check_report(path: Path, quick: bool = False, progress: Steps | None = None)
     return report
 
 
-def _check_once(path: Path, quick: bool, progress: Steps | None) -> tuple[CheckReport, bool]:
+def _check_once(path: Path, quick: bool, progress: Steps | None, stable: bool) -> tuple[CheckReport, bool]:
     try:
         # a damaged schema_version table reads as no version: `integrity` names it
-        conn, version = open_hermes(path, allow_newer=True, tolerant_version=True)
+        conn, version = open_hermes(path, allow_newer=True, tolerant_version=True, stable=stable)
     except DamagedDatabaseError as exc:
         return _unreadable(exc), False
     try:
         newer = is_newer(version)
-        findings, skipped = _run_in_two_threads(path, conn, quick, progress, newer)
+        # the other thread reads what this look reads: on the last look, the stable copy
+        findings, skipped = _run_in_two_threads(conn.reads or path, conn, quick, progress, newer)
         report = CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
         return report, bool(report.findings) and writer_arrived(conn, path)
     finally:

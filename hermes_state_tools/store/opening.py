@@ -229,14 +229,22 @@ def damage_found(conn: sqlite3.Connection, full: bool = False) -> str | None:
 
 # How many times a look that saw a problem is made when writers keep tearing it (each arrival of a
 # short-lived writer during an immutable look; the next look, with the writer there, shares its WAL).
+# The last of them reads a private copy made while the file held still (read_open.open_for_reading's
+# `stable`), which no writer can tear.
 LOOKS = 4
 
 
-def _proven(path: Path, look: Callable[[], tuple[ReadConnection, int | None]], full: bool = False) -> int | None:
-    """The version `look` read, once the file it opened is sound (DamagedDatabaseError otherwise);
-    looked at again when a writer arrived during an immutable look (a checkpoint may have torn it)."""
-    for _attempt in range(LOOKS):
-        conn, version = look()
+def last_look(attempt: int) -> bool:
+    """True for the last of the LOOKS: the one made on a stable private copy."""
+    return attempt == LOOKS - 1
+
+
+def _proven(path: Path, look: Callable[[bool], tuple[ReadConnection, int | None]], full: bool = False) -> int | None:
+    """The version `look(stable)` read, once the file it opened is sound (DamagedDatabaseError
+    otherwise); looked at again when a writer arrived during an immutable look (a checkpoint may have
+    torn it), the last time on a stable copy."""
+    for attempt in range(LOOKS):
+        conn, version = look(last_look(attempt))
         try:
             problem = damage_found(conn, full)
             again = problem is not None and writer_arrived(conn, path)
@@ -258,14 +266,14 @@ def prove_sound(path: Path, full: bool = False) -> None:
     sqlite_master entry once, else DamagedDatabaseError and not a byte written (SQLite happily writes
     into a damaged file)."""
     require_database_file(path)
-    _proven(path, lambda: (open_read_connection(path), None), full)
+    _proven(path, lambda stable: (open_read_connection(path, stable=stable), None), full)
 
 
 def require_sound(path: Path, full: bool = False) -> int | None:
     """require_supported and prove_sound in one look: an existing Hermes database of a supported
     schema, sound, before anything writes to it; returns its stored version. `full`: see damage_found."""
     require_database_file(path)
-    return _proven(path, lambda: _look(path, False, False, hermes=True), full)
+    return _proven(path, lambda stable: _look(path, False, False, hermes=True, stable=stable), full)
 
 
 # Above this size a rebuild of the search index holds the write lock longer than a writer waits for it
@@ -350,7 +358,7 @@ def open_store(path: Path, lock: threading.RLock,
     path.parent.mkdir(parents=True, exist_ok=True)
     if not proven and path.exists() and path.stat().st_size:  # a newer file refused, then a damaged one
         require_database_file(path)
-        _proven(path, lambda: _look(path, False, False, hermes=False))
+        _proven(path, lambda stable: _look(path, False, False, hermes=False, stable=stable))
     conn, runner = open_writable(path, lock)
     try:
         report = bring_up_to_date(conn, runner.run)

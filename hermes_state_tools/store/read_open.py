@@ -48,6 +48,7 @@ class ReadConnection(sqlite3.Connection):
     schema_damaged: str | None = None  # the parse error read around with writable_schema, if any
     how: str = "immutable"
     opened_as: tuple[int, int, int] | None = None  # the main file's size, mtime and inode before an immutable look
+    reads: Path | None = None  # the file this connection reads: the database itself, or its private copy
 
     def close(self) -> None:
         super().close()
@@ -109,12 +110,12 @@ def _open(path: Path, how: str) -> ReadConnection:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        conn.snapshot_dir = folder
+        conn.snapshot_dir, path = folder, copy
     else:
         identity = file_identity(path)  # before the look: a checkpoint during it changes the file under it
         conn = _connect(f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if how == "immutable" else ""))
         conn.opened_as = identity
-    conn.how = how
+    conn.how, conn.reads = how, path
     return conn
 
 
