@@ -70,8 +70,10 @@ def build_session(
     source: tuple[str | None, int, str],
     fields: dict[str, Any],
     extra: dict[str, Any],
+    saved_at: float | None = None,
 ) -> tuple[LegacySession, list[Problem]]:
-    """Return the session a file holds; `source` is (named source or None, its rank, the fallback)."""
+    """Return the session a file holds; `source` is (named source or None, its rank, the fallback);
+    `saved_at`: when the file was last written, where it says."""
     named, rank, fallback = source
     fields = {**fields, "source": named or fallback}
     kept, problems = drop_duplicate_blocks(fill_tool_names(messages), file)
@@ -86,6 +88,7 @@ def build_session(
         extra=extra,
         has_messages=True,
         duplicates_skipped=len(messages) - len(kept),
+        saved_at=saved_at,
     )
     return session, problems
 

@@ -140,6 +140,7 @@ def _session(
     if named is not None:
         del header["platform"]
     source = (named, SOURCE_FROM_SNAPSHOT, fallback or SNAPSHOT_FALLBACK_SOURCE)
-    session, problems = build_session(session_id, file, kind, messages, source, fields, {**header, **extra})
+    session, problems = build_session(session_id, file, kind, messages, source, fields, {**header, **extra},
+                                      parse_timestamp(header.get("last_updated"), tz))
     yield from problems
     yield session

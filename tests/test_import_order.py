@@ -426,3 +426,56 @@ def test_an_exchange_said_twice_stays_twice_when_the_database_holds_only_the_lat
     with SessionDB(db_path) as db:
         assert [m["content"] for m in db.get_messages(SID)] == said
     assert stats.messages_imported == 4
+
+
+def _snapshot_imported(tmp_path: Path, rows: list[tuple[str, str, float]], said: list[str],
+                       session_start: str, last_updated: str) -> tuple[list[str], ImportStats]:
+    """`rows` stored as Hermes appended them to the session that began at 10:00, then its untimed
+    snapshot (`said`, question and reply in turn) saved at `last_updated` imported."""
+    snapshot = tmp_path / f"session_{SID}.json"
+    snapshot.write_text(json.dumps({
+        "session_id": SID, "platform": "cli", "session_start": f"2026-01-01T{session_start}",
+        "last_updated": f"2026-01-01T{last_updated}",
+        "messages": [{"role": "user" if n % 2 == 0 else "assistant", "content": text} for n, text in enumerate(said)]}))
+    db_path = tmp_path / "state.db"
+    with SessionDB(db_path) as db:
+        db.create_session(SID, "cli")
+        db._conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (_clock("10:00:00"), SID))
+        for role, content, at in rows:
+            message_id = db.append_message(SID, role, content)
+            db._conn.execute("UPDATE messages SET timestamp = ? WHERE id = ?", (at, message_id))
+    stats = import_paths(db_path, [snapshot], tz=timezone.utc)
+    with SessionDB(db_path) as db:
+        return [m["content"] for m in db.get_messages(SID)], stats
+
+
+def test_a_snapshot_saved_before_the_stored_turn_keeps_its_short_reply_that_turn_repeats(tmp_path: Path) -> None:
+    """The snapshot was saved at 10:04 and the database holds only a turn stored at 10:09 (the rows before
+    it lost): its "Sure." cannot be in the snapshot, so the snapshot's "Sure." is an earlier one."""
+    rows = [("user", "tell me more", _clock("10:09:00")), ("assistant", "Sure.", _clock("10:09:02"))]
+    stored, stats = _snapshot_imported(tmp_path, rows, ["hi there", "Hello!", "go on", "Sure."],
+                                       "10:00:01", "10:04:00")
+    assert stored == ["hi there", "Hello!", "go on", "Sure.", "tell me more", "Sure."]
+    assert stats.messages_imported == 4
+
+
+def test_a_snapshot_saved_after_the_stored_turn_holds_its_reply(tmp_path: Path) -> None:
+    rows = [("user", "tell me more", _clock("10:09:00")), ("assistant", "Sure.", _clock("10:09:02"))]
+    stored, stats = _snapshot_imported(tmp_path, rows, ["hi there", "Hello!", "go on", "Sure."],
+                                       "10:00:01", "10:10:00")
+    assert stored == ["hi there", "Hello!", "go on", "tell me more", "Sure."]
+    assert stats.messages_imported == 3
+
+
+@pytest.mark.parametrize(("session_start", "last_updated"), [
+    ("10:00:01", "10:00:01"),  # a save time that never moved on: stored rows it shares lie after it in a row
+    ("13:00:01", "13:04:00"),  # files read three hours off their zone: the session starts do not agree
+])
+def test_a_snapshot_whose_save_time_cannot_be_trusted_is_matched_by_content(
+        tmp_path: Path, session_start: str, last_updated: str) -> None:
+    rows = [(role, text, _clock("10:09:00") + n) for n, (role, text) in enumerate(
+        [("user", "hi there"), ("assistant", "Hello!"), ("user", "go on now"), ("assistant", "Sure.")])]
+    stored, stats = _snapshot_imported(tmp_path, rows, ["hi there", "Hello!", "go on", "Sure."],
+                                       session_start, last_updated)
+    assert stored == ["hi there", "Hello!", "go on", "go on now", "Sure."]
+    assert stats.messages_imported == 1

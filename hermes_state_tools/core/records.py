@@ -95,3 +95,6 @@ class LegacySession:
     # Messages the reader dropped because the file repeated a whole earlier block
     # (the old re-append bug); they count as skipped duplicates in the report.
     duplicates_skipped: int = 0
+    # When the file was last written, where it says (a snapshot's last_updated): it holds no message
+    # said after that.
+    saved_at: float | None = None

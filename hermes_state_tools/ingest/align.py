@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -211,6 +212,15 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
         return kept
     return pair_in_gaps(kept, len(existing), lambda old, new: existing[old] == incoming[new] and not (
         _judged(existing[old]) and _dated_late(existing_times[old], incoming_times[new])))
+
+
+def save_time_holds(matched: list[int | None], existing_times: Sequence[float | None], saved_at: float) -> bool:
+    """Whether an untimed copy saved at `saved_at` (a snapshot's last_updated) can date its messages by it:
+    no two messages in a row that it shares with the store were stored after it. Such a run says the
+    save time is wrong (a writer that never moved it on) or a rewrite re-appended them later; a
+    coincidence pairs a short reply alone."""
+    late = [None if old is None or not _dated_late(existing_times[old], saved_at) else old for old in matched]
+    return not any(before is not None and after == before + 1 for before, after in pairwise(late))
 
 
 def _judged(key: Key) -> bool:

@@ -20,6 +20,7 @@ from hermes_state_tools.ingest.align import (
     align,
     insertion_points,
     message_key,
+    save_time_holds,
     unpair_out_of_time,
 )
 from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
@@ -29,6 +30,10 @@ from hermes_state_tools.ingest.timeline import STEP, place_run
 # Copies are merged richest first, so the first copy of a message decides its content.
 KIND_ORDER = {"export": 0, "index": 1, "jsonl": 2, "snapshot": 3, "save": 4, "sharegpt": 5}
 _NEVER_FILLED = {"id", "message_count", "tool_call_count", "ended_at", "end_reason", "started_at", "source"}
+# A snapshot's session_start and the stored session's started_at are both stamped as the agent starts:
+# when they differ by more, the files were read in another zone than they were written in (hours), or
+# the snapshot is of a later agent of the session, and its save time says nothing of the stored rows.
+STARTS_AGREE_S = 600.0
 
 
 # Message columns a copy in the files may know when the stored row does not (the gateway wrote
@@ -215,17 +220,21 @@ def _unmask(slot: _Slot, message: LegacyMessage) -> bool:
 
 
 def unpair_contradicted(matched: list[int | None], slots: list[_Slot], existing_keys: list[Key],
-                        incoming: list[LegacyMessage], keys: list[Key], started_at: float | None) -> list[int | None]:
+                        incoming: list[LegacyMessage], keys: list[Key], started_at: float | None,
+                        saved_at: float | None = None) -> list[int | None]:
     """The content alignment's pairs, without those the tool-call ids or the times rule out. Times only
     where the copy's clock agrees with the stored session's: no message of it before the session
     started (files read in another zone than they were written in, or a test's made-up times, would
-    make every stored row look late)."""
+    make every stored row look late). A copy without times (a snapshot) is dated by `saved_at`, when it
+    was saved (None: unknown, or its clock disagrees: _save_time), where save_time_holds."""
     dated = [m.timestamp for m in incoming]
+    stored_times = [s.timestamp if s.stored is not None else None for s in slots]
+    if saved_at is not None and all(t is None for t in dated) and save_time_holds(matched, stored_times, saved_at):
+        dated = [saved_at] * len(incoming)
     known = [t for t in dated if t is not None]
     paired = matched
     if started_at is not None and known and min(known) >= started_at - CLOCK_SLACK_S:
-        paired = unpair_out_of_time(matched, existing_keys,
-                                    [s.timestamp if s.stored is not None else None for s in slots], keys, dated)
+        paired = unpair_out_of_time(matched, existing_keys, stored_times, keys, dated)
     return [None if old is not None and _ids_differ(_copy_calls(slots[old]), incoming[new].tool_calls) else old
             for new, old in enumerate(paired)]
 
@@ -253,10 +262,11 @@ def _real_ids(calls: Any) -> tuple[str, ...] | None:
     return cast("tuple[str, ...]", ids)
 
 
-def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage], started_at: float | None = None
-                ) -> tuple[list[_Slot], int, int]:
+def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage], started_at: float | None = None,
+                saved_at: float | None = None) -> tuple[list[_Slot], int, int]:
     """Slots with the copy's missing messages inserted in place; returns them, how many were present
-    and how many of those differed from their slot only where redaction masked one of them."""
+    and how many of those differed from their slot only where redaction masked one of them.
+    `saved_at`: when the copy was saved, if its clock agrees with the store's (_save_time)."""
     if not slots:  # nothing to align against (the usual case: a session new to the database)
         return [_Slot(None, m.timestamp, m) for m in incoming], 0, 0
     keys = [_key_of(m) for m in incoming]
@@ -272,7 +282,7 @@ def _merge_copy(slots: list[_Slot], incoming: list[LegacyMessage], started_at: f
             repeats = len(dropped)
             matched = align(existing_keys, keys)  # (no times in this copy to choose by)
     matched = realigned(matched, lambda e: _copy_of(slots[e]), existing_keys, [Copy.of(m) for m in incoming], keys)
-    matched = unpair_contradicted(matched, slots, existing_keys, incoming, keys, started_at)
+    matched = unpair_contradicted(matched, slots, existing_keys, incoming, keys, started_at, saved_at)
     additions: dict[int, list[_Slot]] = {}
     masked = 0
     for message, index, point in zip(incoming, matched, insertion_points(matched), strict=True):
@@ -297,11 +307,19 @@ def _merge_messages(existing: Existing | None, copies: list[LegacySession]
     duplicates = 0
     problems = []
     for copy in copies:
-        slots, present, masked = _merge_copy(slots, list(copy.messages), started_at)
+        slots, present, masked = _merge_copy(slots, list(copy.messages), started_at, _save_time(copy, started_at))
         duplicates += copy.duplicates_skipped + present
         if masked:
             problems.append(masked_notice(copy, masked))
     return slots, duplicates, problems
+
+
+def _save_time(copy: LegacySession, started_at: float | None) -> float | None:
+    """When the copy was saved, where its session start agrees with the stored one (STARTS_AGREE_S)."""
+    start = copy.fields.get("started_at")
+    if copy.saved_at is None or started_at is None or not isinstance(start, (int, float)):
+        return None
+    return copy.saved_at if abs(start - started_at) <= STARTS_AGREE_S else None
 
 
 def _timestamps(slots: list[_Slot], hints: tuple[float | None, float | None], fallback: float) -> list[float | None]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.core.surrogates import has_surrogate, without_surrogates
-from hermes_state_tools.importers import parse_timestamp, read_file
+from hermes_state_tools.importers import read_file
 from hermes_state_tools.importers.build import file_id
 from hermes_state_tools.importers.discover import name_shape
 from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
@@ -247,8 +247,7 @@ class UnitReader:
 
     def unit(self, session_id: str, copies: list[LegacySession], paths: Sequence[Path | str],
              plain: PlainTranscript | None = None) -> Unit:
-        ends = [parse_timestamp(c.extra.get("last_updated"), self.tz) for c in copies]
-        known = [end for end in ends if end is not None]
+        known = [c.saved_at for c in copies if c.saved_at is not None]
         # A plain transcript knows its file's time from reading it: no stat again.
         fallback = plain.mtime if plain is not None else max(_mtime(p) for p in paths)
         return Unit(session_id, copies, tuple(str(p) for p in paths), fallback,
