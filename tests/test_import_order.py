@@ -479,3 +479,21 @@ def test_a_snapshot_whose_save_time_cannot_be_trusted_is_matched_by_content(
                                        session_start, last_updated)
     assert stored == ["hi there", "Hello!", "go on", "go on now", "Sure."]
     assert stats.messages_imported == 1
+
+
+def test_a_question_the_copy_asked_before_another_one_is_not_the_stored_later_one(tmp_path: Path) -> None:
+    """The database holds only the latest turn, "and?"; a kept transcript of the earlier turns starts with
+    an "and?" too, then asks another question, still before the stored "and?". /retry sends only the
+    last question again, so the stored one is not the transcript's first: both are kept."""
+    stored, stats = _turns_imported(tmp_path, [("and?", "Here is the rest.", "10:14:00")],
+                                    [("and?", "First answer.", "10:00:00"), ("question two", "Second.", "10:09:00")])
+    assert stored == ["and?", "First answer.", "question two", "Second.", "and?", "Here is the rest."]
+    assert stats.messages_imported == 4
+
+
+def test_the_last_question_sent_again_by_retry_is_the_stored_one(tmp_path: Path) -> None:
+    """/retry appends the last question again, alone, at the time of the retry: the transcript's copy of
+    it, dated minutes earlier, is the stored one."""
+    stored, stats = _turns_imported(tmp_path, [("and?", "A better answer.", "10:20:00")],
+                                    [("hi there", "Hello!", "10:00:00"), ("and?", "First answer.", "10:05:00")])
+    assert stored.count("and?") == 1 and stats.messages_imported == 3

@@ -172,8 +172,9 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
     an "ok" or "Thanks!" of an earlier turn in a copy, the later one stored. Dropping the copy's as
     stored lost it.
 
-    Only replies are undone so (an "ok", a "Thanks!"): /retry clears a session and appends its question
-    again alone, at the time of the retry, so a question dated late may be the stored one.
+    Replies are undone so (an "ok", a "Thanks!"). A question only when the copy asked another one after it,
+    still before the stored one was stored: /retry clears a session and appends its last question again
+    alone, at the time of the retry, so the last question a copy holds dated late may be the stored one.
 
     Two things date stored rows late, and their pairs stay: a rewrite (/compress, /undo, /retry) clears
     a session and appends it again at the time of the rewrite, a question and what follows within a
@@ -184,6 +185,11 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
     A message freed so is paired again, in the gap it left, with the same message of the copy that time
     allows (content matched the stored "ok" with the copy's first "ok" of two, and the second is it)."""
     burst = _rewrite_bursts(existing, existing_times)
+    asked_next = _next_question_dates(incoming, incoming_times)
+
+    def judged(old: int, new: int) -> bool:  # whether time may undo this pair (see _judged)
+        key = existing[old]
+        return _dated_late(existing_times[old], asked_next[new]) if key[0] == "user" else _judged(key)
 
     def rewritten(new: int) -> bool:  # its stored row and a neighbour's, paired side by side, in one burst
         old = matched[new]
@@ -205,13 +211,24 @@ def unpair_out_of_time(matched: list[int | None], existing: Sequence[Key], exist
         if new - start < SHIFTED_RUN:
             for at in range(start, new):
                 old = matched[at]
-                if dated_late[at] and old is not None and _judged(existing[old]) and not rewritten(at):
+                if dated_late[at] and old is not None and judged(old, at) and not rewritten(at):
                     kept[at] = None
         start = new
     if kept == matched:
         return kept
     return pair_in_gaps(kept, len(existing), lambda old, new: existing[old] == incoming[new] and not (
-        _judged(existing[old]) and _dated_late(existing_times[old], incoming_times[new])))
+        judged(old, new) and _dated_late(existing_times[old], incoming_times[new])))
+
+
+def _next_question_dates(incoming: Sequence[Key], times: Sequence[float | None]) -> list[float | None]:
+    """For each incoming message, the earliest date of a question the copy holds after it (None: none)."""
+    out: list[float | None] = [None] * len(incoming)
+    earliest: float | None = None
+    for new in range(len(incoming) - 1, -1, -1):
+        out[new] = earliest
+        if incoming[new][0] == "user" and (at := times[new]) is not None:
+            earliest = at if earliest is None else min(earliest, at)
+    return out
 
 
 def save_time_holds(matched: list[int | None], existing_times: Sequence[float | None], saved_at: float) -> bool:
@@ -224,9 +241,9 @@ def save_time_holds(matched: list[int | None], existing_times: Sequence[float | 
 
 
 def _judged(key: Key) -> bool:
-    """Whether time may undo a pair of this message: a reply, not a question (see unpair_out_of_time), and
-    not one that names itself (a tool result by its call id, a call by its tool and arguments: the ids
-    are compared apart, merge_copies._ids_differ)."""
+    """Whether time may undo a pair of this message, not a question (those are judged by the copy's next
+    one, see unpair_out_of_time): a reply, and not one that names itself (a tool result by its call id, a
+    call by its tool and arguments: the ids are compared apart, merge_copies._ids_differ)."""
     return key[0] == "assistant" and not key[2]
 
 
