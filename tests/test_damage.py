@@ -802,3 +802,37 @@ def test_messages_deleted_long_ago_are_not_counted_as_lost(pristine, tmp_path):
     back = {r[0] for r in rows(tmp_path / "out.db", "SELECT id FROM messages")}
     assert code == 1 and back < there
     assert doc["messages_lost"] == len(there - back)
+
+
+def test_recover_and_repair_of_a_file_maintain_indexed_for_cjk_search(pristine, tmp_path):
+    # maintain adds the CJK side table (an FTS5 table and its shadow tables); recover copied the shadow
+    # tables after creating the table, which had made them: exit 70, on the file the nightly job keeps.
+    path = edited_copy(pristine, tmp_path, "INSERT INTO messages (session_id, role, content, timestamp) "
+                                           "SELECT id, 'user', '東京の天気は晴れです', 1.0 FROM sessions LIMIT 1")
+    assert cli("--db", path, "maintain").exit_code == 0
+    assert "hst_messages_trigram" in {r[0] for r in rows(path, "SELECT name FROM sqlite_master")}
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert (code, doc["complete"], doc["other_tables_lost"]) == (0, True, [])
+    assert rows(tmp_path / "out.db", ALL_MESSAGES) == rows(path, ALL_MESSAGES)
+    assert cli("--db", tmp_path / "out.db", "maintain").exit_code == 0  # builds the side table again
+    assert cli_json("--db", tmp_path / "out.db", "search", "天気")[1]["results"]
+    destroy_btree(path, "idx_messages_session")
+    code, _doc = cli_json("--db", path, "repair")
+    assert code == 0 and check_file(path) == []
+
+
+def test_recover_keeps_a_newer_hermes_search_table_with_its_rows(pristine, tmp_path):
+    path = edited_copy(pristine, tmp_path, "CREATE VIRTUAL TABLE notes_fts USING fts5(body)",
+                       "INSERT INTO notes_fts (rowid, body) VALUES (7, 'the quarterly deploy checklist')",
+                       "CREATE VIRTUAL TABLE tags_fts USING fts5(tag, content='')",  # contentless: shadows only
+                       "INSERT INTO tags_fts (rowid, tag) VALUES (3, 'deploy')")
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert code == 0 and sorted(doc["other_tables"]) == ["notes_fts", "tags_fts"]
+    out = tmp_path / "out.db"
+    assert rows(out, "SELECT rowid, body FROM notes_fts WHERE notes_fts MATCH 'checklist'") == \
+        [(7, "the quarterly deploy checklist")]
+    assert rows(out, "SELECT rowid FROM tags_fts WHERE tags_fts MATCH 'deploy'") == [(3,)]
+    conn = sqlite3.connect(out)
+    for table in ("notes_fts", "tags_fts"):
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    conn.close()

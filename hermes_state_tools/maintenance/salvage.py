@@ -33,6 +33,7 @@ from hermes_state_tools.maintenance.salvage_read import (
     read_table,
     table_info,
 )
+from hermes_state_tools.search.trigram import TRIGRAM_TABLE
 from hermes_state_tools.store.opening import ReadConnection, open_pages, open_read_connection, refuse_newer
 from hermes_state_tools.store.wal_frames import WalBreak, find_break
 from hermes_state_tools.tables import counters, fts
@@ -108,13 +109,44 @@ def _open_source(source: Path, workdir: Path, mend: bool = False) -> _Source:
     return src
 
 
-def _other_tables(conn: sqlite3.Connection) -> list[tuple[str, str, list[str]]]:
-    """(name, CREATE sql, CREATE sql of its indexes) of tables that are not Hermes' own (extras)."""
+# The tables SQLite's virtual-table modules keep their data in ("<table>_<suffix>"): FTS5, FTS3/4, R*Tree.
+_SHADOW_SUFFIXES = frozenset({"data", "idx", "content", "docsize", "config", "segments", "segdir", "stat",
+                              "node", "rowid", "parent"})
+# Rebuilt from the rows, never copied: the search index (recover builds it anew) and this tool's CJK
+# side table and its state (`maintain` builds them again).
+_DERIVED_PREFIXES = (FTS_TABLE, TRIGRAM_TABLE)
+
+
+@dataclass(frozen=True)
+class _Other:
+    """A table that is not Hermes' own (extras, a newer Hermes' tables), as read from the source: its rows
+    (None: unreadable), and for a virtual table the rows of each table its module keeps its data in."""
+
+    name: str
+    sql: str
+    index_sql: list[str]
+    rows: list[tuple[Any, ...]] | None
+    shadows: dict[str, list[tuple[Any, ...]] | None] = field(default_factory=dict)
+
+
+def _other_tables(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[str]]]:
+    """(name, CREATE sql, CREATE sql of its indexes, its shadow tables) of the tables that are not Hermes'
+    own, nor derived from them; a virtual table's shadow tables are copied with it, not apart."""
     rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
                         "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
-    tables = [(name, sql) for kind, name, _t, sql in rows if kind == "table" and name not in CANONICAL_TABLES
-              and not name.startswith("messages_fts")]
-    return [(name, sql, [s for k, _n, t, s in rows if k == "index" and t == name]) for name, sql in tables]
+    names = [name for kind, name, _t, _sql in rows if kind == "table"]
+    virtual = {name for kind, name, _t, sql in rows if kind == "table" and _is_virtual(sql)}
+    shadows = {table: [n for n in names if n.startswith(table + "_") and n[len(table) + 1:] in _SHADOW_SUFFIXES]
+               for table in virtual}
+    shadowed = {n for found in shadows.values() for n in found}
+    return [(name, sql, [s for k, _n, t, s in rows if k == "index" and t == name], shadows.get(name, []))
+            for kind, name, _t, sql in rows
+            if kind == "table" and name not in CANONICAL_TABLES and name not in shadowed
+            and not name.startswith(_DERIVED_PREFIXES)]
+
+
+def _is_virtual(sql: str) -> bool:
+    return sql.lstrip()[:20].upper().replace(" ", "").startswith("CREATEVIRTUAL")
 
 
 @dataclass
@@ -124,7 +156,7 @@ class _Read:
     session_columns: list[str]
     message_columns: list[str]
     known: dict[str, dict[int, Any]]  # what the sessions indexes still hold: column -> rowid -> value
-    others: list[tuple[str, str, list[str], list[tuple[Any, ...]] | None]]
+    others: list[_Other]
     sequence: int | None
     # Every message id the session index holds, read whole (None: it could not be): a gap between ids
     # that came back is a lost message only if the index names it, else a message deleted long ago.
@@ -148,15 +180,21 @@ def _warn_if_newer(source: Path, conn: sqlite3.Connection) -> None:
     refuse_newer(source, version, allow_newer=True)
 
 
-def _read_others(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[tuple[Any, ...]] | None]]:
+def _read_others(conn: sqlite3.Connection) -> list[_Other]:
     out = []
-    for name, sql, index_sql in _other_tables(conn):
-        try:
-            rows: list[tuple[Any, ...]] | None = conn.execute(f'SELECT * FROM "{name}" NOT INDEXED').fetchall()
-        except sqlite3.DatabaseError:
-            rows = None
-        out.append((name, sql, index_sql, rows))
+    for name, sql, index_sql, shadows in _other_tables(conn):
+        if shadows:  # a virtual table's data is its shadow tables' rows, copied as they are
+            out.append(_Other(name, sql, index_sql, [], {shadow: _all_rows(conn, shadow) for shadow in shadows}))
+        else:
+            out.append(_Other(name, sql, index_sql, [] if _is_virtual(sql) else _all_rows(conn, name)))
     return out
+
+
+def _all_rows(conn: sqlite3.Connection, table: str) -> list[tuple[Any, ...]] | None:
+    try:
+        return conn.execute(f'SELECT * FROM "{table}" NOT INDEXED').fetchall()
+    except sqlite3.DatabaseError:
+        return None
 
 
 def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
@@ -343,16 +381,28 @@ def _normalize(dest: sqlite3.Connection, report: SalvageReport) -> None:
 
 
 def _write_others(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
-    for name, sql, index_sql, rows in read.others:
-        if rows is None:
-            report.other_tables_lost.append(name)
+    for other in read.others:
+        if other.rows is None or None in other.shadows.values():
+            report.other_tables_lost.append(other.name)
             continue
-        dest.execute(sql)
-        if rows:
-            dest.executemany(f'INSERT INTO "{name}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
-        for statement in index_sql:
-            dest.execute(statement)
-        report.other_tables.append(name)
+        dest.execute("SAVEPOINT other_table")
+        try:
+            dest.execute(other.sql)  # a virtual table creates its shadow tables, which then take the rows
+            for table, rows in [(other.name, other.rows), *other.shadows.items()]:
+                if table in other.shadows:
+                    dest.execute(f'DELETE FROM "{table}"')
+                if rows:
+                    dest.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
+            for statement in other.index_sql:
+                dest.execute(statement)
+        except sqlite3.OperationalError as exc:  # a module this SQLite lacks, shadow tables of another shape
+            dest.execute("ROLLBACK TO other_table")
+            if is_io_error(exc):
+                raise
+            report.other_tables_lost.append(other.name)
+        else:
+            report.other_tables.append(other.name)
+        dest.execute("RELEASE other_table")
 
 
 def _sequence_floor(dest: sqlite3.Connection, read: _Read) -> None:
