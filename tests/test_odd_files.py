@@ -3,6 +3,7 @@ database by read commands, newer schemas read but never written, a full disk, th
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -19,6 +20,7 @@ from damage import build_healthy, cli, cli_json
 from page_damage import build_db, destroy_btree, listing, sha256
 from schema_fixtures import load_fixture
 
+from hermes_state_tools import SessionDB
 from hermes_state_tools.core import sqlite_info
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,6 +175,54 @@ def test_recover_of_a_newer_schema_says_it_keeps_only_the_v6_columns(tmp_path):
     assert doc["schema_newer"] is True and sha256(path) == before
     # The v7 column the v6 file cannot hold is named, and the recovery is not called complete (exit 1).
     assert doc["columns_not_kept"] == ["messages.reasoning_content"] and result.exit_code == 1
+
+
+def _with_blob_column(path: Path, version: int) -> Path:
+    """A column holding BLOBs (a newer Hermes' embeddings, another tool's), at this schema version."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE messages ADD COLUMN embedding BLOB")
+        conn.execute("UPDATE messages SET embedding = ? WHERE id % 2 = 0", (bytes(range(256)),))
+        conn.execute("UPDATE schema_version SET version = ?", (version,))
+    conn.close()
+    return path
+
+
+def test_a_newer_schema_with_a_blob_column_is_exported_shown_and_merged(tmp_path):
+    # Its BLOB column crashed export, `sessions show --json` and merge (exit 70, a bare "[" on stdout).
+    # export and show read the v6 columns, as the warning says; merge keeps the others as extra data.
+    path = _with_blob_column(build_healthy(tmp_path / "state.db"), 30)
+    exported = cli("--db", path, "export")
+    assert exported.exit_code == 0, exported.stderr
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert records and all("embedding" not in m and m["extra"] == {} for r in records for m in r["messages"])
+    session = records[0]["session"]["id"]
+    code, doc = cli_json("--db", path, "sessions", "show", session)
+    assert code == 0 and doc["schema_newer"] is True
+    SessionDB(tmp_path / "merged.db").close()
+    code, doc = cli_json("--db", tmp_path / "merged.db", "merge", path)
+    assert code == 0 and doc["messages_imported"] == sum(len(r["messages"]) for r in records)
+    kept = [json.loads(row[0]) for row in rows_of(tmp_path / "merged.db", "SELECT data FROM hst_message_extra")]
+    assert kept and all(extra["other_db_embedding"] == {"blob_base64": base64.b64encode(bytes(range(256))).decode()}
+                        for extra in kept)
+
+
+def test_a_blob_another_tool_stored_is_exported_and_imported_again_whole(tmp_path):
+    path = _with_blob_column(build_healthy(tmp_path / "state.db"), 6)
+    assert cli("--db", path, "export", "-o", tmp_path / "out.jsonl").exit_code == 0
+    code, _doc = cli_json("--db", tmp_path / "again.db", "import-jsonl", tmp_path / "out.jsonl")
+    assert code == 0
+    kept = [json.loads(row[0])["embedding"] for row in rows_of(tmp_path / "again.db",
+                                                                "SELECT data FROM hst_message_extra")]
+    assert {"blob_base64": base64.b64encode(bytes(range(256))).decode()} in kept
+
+
+def rows_of(path: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("args", WRITING, ids=lambda a: str(a[0]))

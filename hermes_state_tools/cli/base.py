@@ -19,6 +19,7 @@ import click
 import orjson
 
 from hermes_state_tools.cli import helptext
+from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.connection import (
     SQLITE_AUTH,
     SQLITE_CANTOPEN,
@@ -366,9 +367,10 @@ def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> No
         document = {**document, "schema_newer": True}
     if settings().as_json:
         try:
-            text = orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode()
+            text = orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS, default=jsonutil.blob_value).decode()
         except TypeError:  # a file name's undecodable bytes (lone surrogates): spelled \xNN
-            text = orjson.dumps(printable(document), option=orjson.OPT_NON_STR_KEYS).decode()
+            text = orjson.dumps(printable(document), option=orjson.OPT_NON_STR_KEYS,
+                                default=jsonutil.blob_value).decode()
         click.echo(text)
     else:
         click.echo(printable(human(document)))

@@ -49,10 +49,10 @@ def export_line(
         "messages": [_export_message(row, extra) for row, extra in zip(messages, extras, strict=True)],
     }
     try:
-        return orjson.dumps(record) + b"\n"
+        return orjson.dumps(record, default=jsonutil.blob_value) + b"\n"
     except TypeError:
         # orjson refuses lone surrogates and integers wider than 64 bits; the stdlib escapes them.
-        return json.dumps(record, ensure_ascii=True).encode("ascii") + b"\n"
+        return json.dumps(record, ensure_ascii=True, default=jsonutil.blob_value).encode("ascii") + b"\n"
 
 
 def _export_message(row: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
@@ -40,10 +41,22 @@ def has_wide_float(value: Any) -> bool:
 MULTIMODAL_PREFIX = "\x00json:"
 
 
+BLOB_KEY = "blob_base64"
+
+
+def blob_value(value: Any) -> Any:
+    """The JSON spelling of a value JSON has none for: a BLOB (which no Hermes writes, but another tool
+    may have stored in a column) as {"blob_base64": ...}, its bytes kept. The `default` of every
+    encoder here; anything else is refused as JSON refuses it."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {BLOB_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def dumps(value: Any) -> str:
     """JSON text spelled exactly as Hermes spells its JSON columns (`json.dumps` defaults), so a
     value read back and stored again gives the same bytes whichever program wrote it."""
-    return json.dumps(value)
+    return json.dumps(value, default=blob_value)
 
 
 def _refuse(value: Any) -> Any:

@@ -24,7 +24,7 @@ from hermes_state_tools.core.connection import (
     retry_on_lock,
 )
 from hermes_state_tools.core.file_header import damaged_header_field, page_size_of_pages
-from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer, object_names, read_version
+from hermes_state_tools.core.schema import SCHEMA_VERSION, TABLE_COLUMNS, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
     DatabaseInUseError,
@@ -201,11 +201,23 @@ def reading(path: Path, allow_newer: bool = False, stable: bool = False) -> Iter
     """Open an existing database to look: read-only, never created, nothing left beside it, closed
     afterwards. A newer schema is refused unless `allow_newer` (read commands); `stable`: one state
     of the file for a long read (read_open.open_for_reading)."""
-    conn, _version = open_hermes(path, allow_newer, stable=stable)
+    conn, version = open_hermes(path, allow_newer, stable=stable)
     try:
+        if is_newer(version):
+            v6_columns_only(conn)
         yield conn
     finally:
         conn.close()
+
+
+def v6_columns_only(conn: sqlite3.Connection) -> None:
+    """Make this read connection see a newer Hermes' `sessions` and `messages` through the version 6
+    columns they keep, and no other: temp views of those names, which SQLite resolves before the
+    file's own tables. What a read command shows or exports is then what the warning says it reads."""
+    for table, columns in TABLE_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")}
+        kept = ", ".join(f'"{column.name}"' for column in columns if column.name in have)
+        conn.execute(f"CREATE TEMP VIEW {table} AS SELECT {kept} FROM main.{table}")
 
 
 def damage_found(conn: sqlite3.Connection, full: bool = False) -> str | None:
