@@ -412,3 +412,19 @@ def test_a_backup_into_a_folder_this_user_cannot_write_is_exit_2_naming_it(tmp_p
     assert "\n" not in line and "cannot write the backup there (Permission denied)" in line
     assert line.startswith(f"hermes-state: {locked}/")
     assert json.loads(done.stdout)["ok"] is False and list(locked.iterdir()) == []
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "v3", "v4", "v5"])
+def test_an_older_schema_is_read_by_every_read_command_without_upgrading_it(tmp_path, version):
+    # `sessions list` exited 70 (KeyError: 'title') on v1 and v2 files, which have no title column.
+    path = load_fixture(version, tmp_path)
+    session = rows_of(path, "SELECT id FROM sessions ORDER BY started_at LIMIT 1")[0][0]
+    before = listing(tmp_path), sha256(path)
+    for args in [["sessions", "list"], ["sessions", "list", "--json"], ["sessions", "show", session],
+                 ["sessions", "show", session, "--json"], ["sessions", "stats"], ["export"], ["status"],
+                 ["search", "the"]]:
+        result = cli("--db", path, *args)
+        assert result.exit_code == 0, (args, result.stderr)
+    records = [json.loads(line) for line in cli("--db", path, "export").stdout.splitlines()]
+    assert len(records) == rows_of(path, "SELECT COUNT(*) FROM sessions")[0][0]
+    assert (listing(tmp_path), sha256(path)) == before

@@ -203,21 +203,28 @@ def reading(path: Path, allow_newer: bool = False, stable: bool = False) -> Iter
     of the file for a long read (read_open.open_for_reading)."""
     conn, version = open_hermes(path, allow_newer, stable=stable)
     try:
-        if is_newer(version):
-            v6_columns_only(conn)
+        as_version_6(conn, is_newer(version))
         yield conn
     finally:
         conn.close()
 
 
-def v6_columns_only(conn: sqlite3.Connection) -> None:
-    """Make this read connection see a newer Hermes' `sessions` and `messages` through the version 6
-    columns they keep, and no other: temp views of those names, which SQLite resolves before the
-    file's own tables. What a read command shows or exports is then what the warning says it reads."""
+def as_version_6(conn: sqlite3.Connection, newer: bool) -> None:
+    """Make this read connection see `sessions` and `messages` with the version 6 columns, where the
+    file's differ: temp views of those names, which SQLite resolves before the file's own tables. An
+    older file's missing columns read as NULL (a v1 file has no title); a `newer` Hermes' tables are
+    read through the v6 columns they keep and no other, as the warning line says. Columns another
+    tool added to a v6 or older file stay."""
     for table, columns in TABLE_COLUMNS.items():
-        have = {row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")}
-        kept = ", ".join(f'"{column.name}"' for column in columns if column.name in have)
-        conn.execute(f"CREATE TEMP VIEW {table} AS SELECT {kept} FROM main.{table}")
+        have = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
+        wanted = [column.name for column in columns]
+        missing = [name for name in wanted if name not in have]
+        extra = [name for name in have if name not in wanted]
+        if not missing and not (newer and extra):
+            continue
+        kept = [name for name in (wanted if newer else have) if name in have]
+        select = ", ".join([*(f'"{name}"' for name in kept), *(f'NULL AS "{name}"' for name in missing)])
+        conn.execute(f"CREATE TEMP VIEW {table} AS SELECT {select} FROM main.{table}")
 
 
 def damage_found(conn: sqlite3.Connection, full: bool = False) -> str | None:
