@@ -110,6 +110,17 @@ def test_every_writing_command_refuses_damage_with_65_and_writes_nothing(pristin
     assert sha256(path) == before and listing(tmp_path) == files
 
 
+@pytest.mark.parametrize("command", ["import-jsonl", "upgrade", "prune", "merge"])
+def test_a_dry_run_refuses_damage_as_the_real_run_does(pristine, tmp_path, command):
+    # import-jsonl --dry-run said "would create 6 sessions" (exit 1) where the real run exits 65.
+    path = damaged_copy(pristine, tmp_path, "messages")
+    before, files = sha256(path), listing(tmp_path)
+    args = ["merge", pristine] if command == "merge" else WRITING[command]
+    result = cli("--db", path, *args, "--dry-run", "--no-progress", "--json")
+    assert result.exit_code == 65, result.stderr
+    assert sha256(path) == before and listing(tmp_path) == files
+
+
 @pytest.mark.parametrize("kind", CANONICAL_KINDS)
 def test_repair_refuses_canonical_damage(pristine, tmp_path, kind):
     path = damaged_copy(pristine, tmp_path, kind)

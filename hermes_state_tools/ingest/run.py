@@ -224,17 +224,16 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
 
 
 def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
-    """Refuse a foreign or newer file, and for a real run a damaged one (nothing writes into one),
-    whether or not anything is found to import. True: the file was proven sound (open_target need
-    not prove it again)."""
+    """Refuse a foreign, newer or damaged file (nothing writes into one; a dry run says what the real
+    run would), whether or not anything is found to import. True: the file was proven sound for a
+    real run (open_target need not prove it again)."""
     if db_path.exists() and not db_path.is_file():  # a folder, a pipe, a device: never a store
         raise NotAHermesDatabaseError(f"{db_path}: not a file")
     if not (db_path.exists() and db_path.stat().st_size):
         return False
-    if stats.dry_run:
-        require_supported(db_path)
-        return False
     require_sound(db_path, full=True)  # supported and sound (integrity_check: rows go in beside damage), in one look
+    if stats.dry_run:
+        return False
     if not (os.access(db_path, os.W_OK) and os.access(db_path.parent, os.W_OK)):
         raise read_only_refusal(db_path)  # SQLite would open it read-only, leave a -wal and fail the first write
     remove_stale_temps(db_path.parent)  # a killed run's leftovers (a build placed, then killed before unlinking)
