@@ -12,7 +12,7 @@ from helpers import file_digests
 from schema_fixtures import UPGRADABLE, load_fixture
 
 from hermes_state_tools.maintenance import fts_agreement
-from hermes_state_tools.maintenance.checks import KINDS, Finding, check_file, run_checks
+from hermes_state_tools.maintenance.checks import KINDS, Finding, check_file, check_report, run_checks
 
 
 def test_a_healthy_database_has_no_findings(tmp_path):
@@ -132,6 +132,14 @@ def test_quick_skips_what_only_the_full_check_can_see(tmp_path):
     changed = build_healthy(tmp_path / "b.db")
     change_index_key(changed)
     assert check_file(changed, quick=True) == []
+
+
+def test_quick_says_it_left_the_roles_unread(tmp_path):
+    # check --quick found one kind fewer than the full check and did not say so
+    path = planted(tmp_path, "foreign_role")
+    quick, full = check_report(path, quick=True), check_report(path)
+    assert found(quick.findings) == set() and found(full.findings) == PLANTS["foreign_role"][1]
+    assert [name for name, _why in quick.skipped] == ["foreign_roles"] and full.skipped == ()
 
 
 def test_check_reports_every_damage_at_once(tmp_path):

@@ -69,7 +69,8 @@ def _exit_unless(ok: bool) -> None:
 
 
 @main.command()
-@click.option("--quick", is_flag=True, help="quick_check instead of integrity_check; FTS compared by ids only.")
+@click.option("--quick", is_flag=True, help="quick_check instead of integrity_check; FTS compared by ids only; "
+              "roles not read (foreign_roles is listed as skipped).")
 @common_options()
 def check(quick: bool, as_json: bool) -> None:
     """Check the database for damage and inconsistencies (read-only).
