@@ -100,7 +100,7 @@ def test_a_read_only_folder_is_readable_by_every_read_command_as_nobody(tmp_path
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
 
 
-@pytest.mark.parametrize("command", ["import-jsonl", "merge"])
+@pytest.mark.parametrize("command", ["import-jsonl", "merge", "upgrade"])
 def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tmp_path, public_dir, command):
     # SQLite opened it read-only, left a -wal and -shm and failed the first write ("attempt to write
     # a readonly database"): the refusal now comes before anything is opened for writing.
@@ -109,7 +109,9 @@ def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tm
         pytest.skip(reason)
     folder = public_dir / "store"
     folder.mkdir()
-    shutil.copyfile(build_healthy(tmp_path / "state.db"), folder / "state.db")
+    # (the upgrade left a .bak, a -wal and -shm, and took the others' read bits off: 0444 -> 0400)
+    store = load_fixture("v1", tmp_path) if command == "upgrade" else build_healthy(tmp_path / "state.db")
+    shutil.copyfile(store, folder / "state.db")
     other = public_dir / "other.db"
     shutil.copyfile(build_healthy(tmp_path / "other.db"), other)
     (folder / "state.db").chmod(0o444)
@@ -117,11 +119,12 @@ def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tm
     before = {p.name: sha256(p) for p in folder.iterdir()}
     transcript = public_dir / "20260301_090000_3f9a2c7e.jsonl"
     shutil.copyfile(ROOT / "fixtures" / "legacy" / "jsonl" / "plain_early.jsonl", transcript)
-    source = transcript if command == "import-jsonl" else other
-    result = run("--db", folder / "state.db", command, source, "--no-progress", user=NOBODY)
+    source = [] if command == "upgrade" else [transcript if command == "import-jsonl" else other]
+    result = run("--db", folder / "state.db", command, *source, "--no-progress", user=NOBODY)
     assert result.returncode == 2 and "cannot be written" in result.stderr, result.stderr
     assert len(result.stderr.splitlines()) == 1
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
+    assert (folder / "state.db").stat().st_mode & 0o777 == 0o444
 
 
 @pytest.mark.parametrize("args", READ_COMMANDS, ids=" ".join)

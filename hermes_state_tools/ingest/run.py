@@ -32,9 +32,9 @@ from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store
 from hermes_state_tools.store.opening import (
     open_read_connection,
-    read_only_refusal,
     require_sound,
     require_supported,
+    require_writable,
     schema_change_pending,
 )
 from hermes_state_tools.store.session_db import SessionDB
@@ -234,8 +234,7 @@ def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
     require_sound(db_path, full=True)  # supported and sound (integrity_check: rows go in beside damage), in one look
     if stats.dry_run:
         return False
-    if not (os.access(db_path, os.W_OK) and os.access(db_path.parent, os.W_OK)):
-        raise read_only_refusal(db_path)  # SQLite would open it read-only, leave a -wal and fail the first write
+    require_writable(db_path)
     remove_stale_temps(db_path.parent)  # a killed run's leftovers (a build placed, then killed before unlinking)
     return True
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.errors import HermesStateError
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import (
@@ -15,6 +16,8 @@ from hermes_state_tools.store.opening import (
     open_store,
     refuse_long_lock_while_open,
     require_sound,
+    require_supported,
+    require_writable,
 )
 from hermes_state_tools.upgrade.steps import rebuilds_search_index
 
@@ -55,15 +58,29 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     # A missing, foreign or newer file is refused first; a damaged one (65) before any .bak is made of it.
-    require_sound(path)
-    remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
+    version = require_sound(path)
     if dry_run:
         step(progress, "copying for the dry run")
         with scratch_copy(path) as copy:
             step(progress, "upgrading the copy")
             return _run_upgrade(copy, None, True)
+    require_writable(path)  # a file this process cannot write gets no .bak and no -wal beside it
+    remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
     _refuse_long_rebuild_while_open(path)
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
     backup_path = backup_if_schema_changes(path, progress) if backup else None
     step(progress, "upgrading")
-    return _run_upgrade(path, backup_path, False)
+    try:
+        return _run_upgrade(path, backup_path, False)
+    except BaseException:
+        if backup_path is not None and _unchanged(path, version):
+            Path(backup_path).unlink(missing_ok=True)  # (the database locked meanwhile: nothing was changed)
+        raise
+
+
+def _unchanged(path: Path, version: int | None) -> bool:
+    """Whether a failed upgrade committed no step: each step sets the version in its transaction."""
+    try:
+        return require_supported(path) == version
+    except (HermesStateError, OSError):
+        return False  # it cannot be looked at: the backup stays

@@ -77,6 +77,14 @@ def map_open_error(path: Path, exc: sqlite3.Error) -> Exception:
     return NotAHermesDatabaseError(f"{path}: unreadable database ({exc})")
 
 
+def require_writable(path: Path) -> None:
+    """Refuse (exit 2) a file or folder this process cannot write: SQLite would open the file read-only,
+    leave a -wal and -shm beside it and fail at the first write (and a WAL database needs its folder
+    writable for them)."""
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        raise read_only_refusal(path)
+
+
 def read_only_refusal(path: Path) -> NotAHermesDatabaseError:
     """A database this user may read but not write: said as such, not as an unreadable file."""
     return NotAHermesDatabaseError(f"{path}: cannot be written: the file or its folder is read-only "
@@ -324,8 +332,7 @@ def writing(path: Path, *, proven: bool = False,
         require_supported(path)  # a missing, foreign or newer file is refused before anything writes
     else:
         require_sound(path, full)  # and a damaged one
-    if not os.access(path, os.W_OK):  # SQLite would open it read-only, leave a -wal and fail the first write
-        raise read_only_refusal(path)
+    require_writable(path)
     remove_stale_temps(path.parent)  # what a killed backup/repair/restore left (a swap is finished first)
     conn, runner = open_writable(path, threading.RLock())
     try:
