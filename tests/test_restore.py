@@ -111,3 +111,19 @@ def test_restore_keeps_a_hot_journal_with_the_file_it_belongs_to(tmp_path):
     assert rows(db, MESSAGES) == rows(backup, MESSAGES)  # what Hermes opens next: the backup, whole
     assert cli("--db", db, "check").exit_code == 0
     assert all(not c.startswith("x") for (c,) in rows(kept, "SELECT content FROM messages"))  # rolled back
+
+
+def test_restore_needs_a_database_to_replace_and_never_creates_one(tmp_path):
+    # cli.md: every command but import-jsonl exits 2 on a missing, empty or foreign file and never
+    # creates one; restore created the file, or replaced a foreign one, and exit 0.
+    _db, backup = _two(tmp_path)
+    foreign = tmp_path / "notes.db"
+    raw(foreign, "CREATE TABLE notes (body TEXT)")
+    (tmp_path / "empty.db").write_bytes(b"")
+    (tmp_path / "text.db").write_text("not a database\n")
+    for target in ("missing.db", "empty.db", "text.db", "notes.db"):
+        before = listing(tmp_path), {p.name: sha256(p) for p in tmp_path.iterdir() if p.is_file()}
+        result = cli("--db", tmp_path / target, "restore", backup, "--yes")
+        assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, (target, result.stderr)
+        assert (listing(tmp_path), {p.name: sha256(p) for p in tmp_path.iterdir() if p.is_file()}) == before
+    assert "backup" in cli("--db", tmp_path / "missing.db", "restore", backup, "--yes").stderr

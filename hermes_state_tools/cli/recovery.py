@@ -109,9 +109,10 @@ def restore(backup_path: Path, yes: bool, as_json: bool) -> None:
 
     BACKUP is verified (integrity_check, a Hermes schema this tool knows) and copied to a
     temporary file beside the database, verified again; the current file (with its -wal) is
-    kept as `state.db.pre-restore-<timestamp>` and the copy renamed into place. Refused while
-    another process (Hermes) has the database open (exit 75). Asks on a terminal; without one
-    it needs --yes (exit 2 otherwise).
+    kept as `state.db.pre-restore-<timestamp>` and the copy renamed into place. A damaged
+    database is replaced like any other; a missing, empty or foreign one is refused (exit 2:
+    put a lost database back with `backup`). Refused while another process (Hermes) has the
+    database open (exit 75). Asks on a terminal; without one it needs --yes (exit 2 otherwise).
 
     \b
     Examples:

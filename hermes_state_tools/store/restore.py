@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.errors import DatabaseInUseError, HermesStateError, SchemaTooNewError
+from hermes_state_tools.errors import DamagedDatabaseError, DatabaseInUseError, NotAHermesDatabaseError
 from hermes_state_tools.store.backup import backup_database
 from hermes_state_tools.store.files import (
     dated_name,
@@ -43,19 +43,18 @@ class RestoreReport(Report):
 def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] | None = None) -> RestoreReport:
     """Replace `db` by `backup` (verified: integrity_check and the same counts in the copy placed).
 
-    Refuses a backup that is missing, foreign or of a newer schema, a `db` that a newer Hermes wrote
-    (the newer-schema rule), and refuses while another process has `db` open. A kill at any moment
-    leaves `db` as either the old or the restored file, the old one always kept under its pre-restore
-    name once the swap began.
+    Refuses a backup that is missing, foreign or of a newer schema, a `db` that is missing, empty,
+    foreign or that a newer Hermes wrote (a damaged one is replaced), and refuses while another
+    process has `db` open. A kill at any moment leaves `db` as either the old or the restored file,
+    the old one always kept under its pre-restore name once the swap began.
     """
     require_supported(backup)  # a missing, foreign or newer backup is refused before anything changes
-    _refuse_newer_in_place(db)
+    _refuse_what_is_not_a_store(db)
     if db.exists() and others_have_open(db):
         raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run restore")
     plan = RestorePlan(db, backup, dated_name(db, "pre-restore") if db.exists() else None)
     if confirm is not None:
         confirm(plan)  # raises to cancel
-    db.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(db.parent)
     staged = temp_beside(db, "restore")
     remove_with_sidecars(staged)
@@ -70,15 +69,15 @@ def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] 
     return RestoreReport(str(db), str(backup), str(aside) if aside else None, copied.sessions, copied.messages)
 
 
-def _refuse_newer_in_place(db: Path) -> None:
-    """A file in place that a newer Hermes wrote is never replaced (SchemaTooNewError, exit 3): this
-    tool never writes such a file, and putting an older store under its name is a write. One that is
-    damaged or foreign is what restore is for: it is moved aside as usual."""
+def _refuse_what_is_not_a_store(db: Path) -> None:
+    """restore replaces a Hermes database, a damaged one included (what it is for: moved aside as usual).
+    A missing, empty or foreign file is refused (exit 2, cli.md's rule for every command but import),
+    and one a newer Hermes wrote (SchemaTooNewError, exit 3): this tool never writes such a file, and
+    putting an older store under its name is a write."""
     if not db.exists():
-        return
+        raise NotAHermesDatabaseError(f"{db}: no database to restore over; a lost one is put back with "
+                                      f"`hermes-state --db BACKUP backup {db}` (a verified copy)")
     try:
         require_supported(db)
-    except SchemaTooNewError:
-        raise
-    except HermesStateError:
+    except DamagedDatabaseError:
         pass
