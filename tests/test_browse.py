@@ -81,6 +81,14 @@ def test_print_metadata_is_the_json_datasette_reads(store: Path) -> None:
     assert result.exit_code == 0 and json.loads(result.stdout) == metadata(store)
 
 
+def test_print_metadata_of_a_missing_or_foreign_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    for path in (tmp_path / "missing.db", tmp_path / "notes.txt"):
+        result = CliRunner().invoke(main, ["--db", str(path), "browse", "--print-metadata"])
+        assert result.exit_code == 2 and result.stdout == "" and len(result.stderr.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 @pytest.mark.skipif(HAS_DATASETTE, reason="Datasette is installed here")
 def test_without_datasette_browse_says_how_to_get_it(store: Path) -> None:
     result = CliRunner().invoke(main, ["--db", str(store), "browse"])

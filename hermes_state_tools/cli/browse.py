@@ -14,7 +14,13 @@ import click
 from hermes_state_tools.cli import main
 from hermes_state_tools.cli.base import EXIT_USAGE, common_options, fail, settings
 from hermes_state_tools.core.surrogates import printable
-from hermes_state_tools.views.browse import DEFAULT_PORT, datasette_command, datasette_installed, metadata
+from hermes_state_tools.views.browse import (
+    DEFAULT_PORT,
+    datasette_command,
+    datasette_installed,
+    file_metadata,
+    metadata,
+)
 
 
 @main.command()
@@ -43,7 +49,7 @@ def browse(port: int, open_browser: bool, force_immutable: bool, print_metadata:
     """
     path = settings().db
     if print_metadata:
-        click.echo(json.dumps(printable(metadata(path)), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(printable(file_metadata(path)), indent=2, ensure_ascii=False))
         return
     if not datasette_installed():
         fail("browse needs Datasette: pip install 'hermes-state-tools[browse]' (or pip install "

@@ -74,7 +74,9 @@ def recover(dest: Path, as_json: bool) -> None:
     new, verified schema-6 file, built under a temporary name beside it and renamed into place
     (DEST must not exist). Reports what came back and the message ids that were lost.
 
-    Exit 0 when everything came back, 1 when some rows could not be read (all counted).
+    Exit 0 when everything came back, 1 when something did not: rows that could not be read (all
+    counted), another table lost, or a newer Hermes' columns the schema-6 DEST cannot hold (named
+    in columns_not_kept; the database keeps them).
 
     \b
     Examples:

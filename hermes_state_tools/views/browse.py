@@ -89,6 +89,13 @@ def metadata(db_path: Path) -> dict[str, Any]:
             "databases": {db_path.stem: {"tables": tables, "queries": _QUERIES}}}
 
 
+def file_metadata(db_path: Path) -> dict[str, Any]:
+    """`metadata` of an existing Hermes file: a missing or foreign one is refused (exit 2), as every
+    command but import refuses it."""
+    require_supported(db_path, allow_newer=True)
+    return metadata(db_path)
+
+
 def immutable(db_path: Path) -> bool:
     """Whether Datasette may open the file `immutable` (no locking, faster): only a file that is
     not in WAL mode, such as a `hermes-state backup` copy. Hermes keeps its live store in WAL
