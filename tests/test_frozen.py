@@ -15,7 +15,7 @@ from hermes_state_tools.ingest.rows import StagedRows
 from hermes_state_tools.ingest.units import Unit
 
 SESSION = {"session_id": "s1", "file": "s1.jsonl", "kind": "jsonl", "fields": {"source": "cli"}, "source_rank": 2,
-           "messages": (), "extra": {"k": 1}, "has_messages": True, "duplicates_skipped": 0}
+           "messages": (), "extra": {"k": 1}, "has_messages": True, "duplicates_skipped": 0, "saved_at": None}
 CASES = [
     (LegacySession, SESSION),
     (PlainTranscript, {"session": LegacySession(**SESSION), "rows": (("s1", "user", "hi", None, None, None, 1.0),),
