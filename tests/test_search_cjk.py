@@ -160,3 +160,37 @@ def test_any_piece_of_a_cjk_run_finds_its_message(db: SessionDB, text: str, star
     assert message in found
     assert all(piece in db._conn.execute("SELECT content FROM messages WHERE id = ?", (i,)).fetchone()[0]
                for i in found)
+
+
+@pytest.mark.skipif(not HAS_TRIGRAM, reason="this SQLite has no trigram tokenizer")
+def test_maintain_indexes_a_batch_per_write_transaction_and_looks_for_cjk_without_writing(
+        db: SessionDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    # maintain held the write lock while a GLOB read every message for CJK (17 s at 300,000 messages,
+    # a live Hermes' appends gave up) and while it indexed the whole table in one transaction.
+    db.create_session("s1", "cli")
+    latin = [db.append_message("s1", "user", f"plain text {n} café") for n in range(25)]
+    writes: list[str] = []
+
+    def run(fn, *args):
+        writes.append(fn.__name__)
+        return db._writer.run(fn, *args)
+
+    assert trigram.catch_up(db._conn, run)["last_id"] == -1 and writes == []  # no CJK: nothing written
+    monkeypatch.setattr(trigram, "_REFRESH_BATCH", 10)
+    cjk = [db.append_message("s1", "user", f"東京の天気 {n}") for n in range(12)]
+    report = trigram.catch_up(db._conn, run)
+    assert report == {"indexed": 12, "dropped": 0, "last_id": cjk[-1]}
+    assert writes == ["_index_batch"] * 5 + ["_drop_deleted"]  # 37 messages: 4 batches, then none left
+    assert {r["id"] for r in db.search_messages("東京の天気")} == set(cjk) and latin
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet=st.one_of(st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                                           st.sampled_from("東京の天気ひカ한글ｶ㐀 aé🚀")), max_size=12), max_size=6))
+def test_holds_cjk_finds_what_the_pattern_finds(tmp_path_factory, texts: list[str]) -> None:
+    path = tmp_path_factory.mktemp("cjk") / "state.db"
+    with SessionDB(path) as db:
+        db.create_session("s1", "cli")
+        for text in texts:
+            db.append_message("s1", "user", text)
+        assert trigram.holds_cjk(db._conn) == any(trigram._CJK.search(text) for text in texts)

@@ -89,7 +89,7 @@ def _optimize_and_vacuum(path: Path, progress: Steps | None, proven: bool) -> Ho
         step(progress, "dropping stale extra data")
         dropped = runner.run(extras.drop_orphans)
         step(progress, "optimizing the search index")
-        cjk = runner.run(trigram.refresh)  # the CJK search side table catches up (never Hermes's tables)
+        cjk = trigram.catch_up(conn, runner.run)  # the CJK search side table catches up (never Hermes's tables)
         optimized = optimize_fts(conn, runner)
         free, ratio = free_bytes(conn)
         vacuumed = worth_vacuuming(free, ratio)
