@@ -434,13 +434,23 @@ def test_an_upgrade_overtaken_by_a_newer_hermes_migrating_the_file_leaves_its_ve
         assert read_version(conn) == 30
 
 
+@pytest.mark.parametrize("command", ["upgrade", "import-jsonl", "merge"])
 def test_an_upgrade_that_rebuilds_the_search_index_is_refused_while_the_big_file_is_open_elsewhere(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, command):
     """Filling a recreated FTS index holds the write lock throughout, as rebuild-fts does: past
     LONG_LOCK_BYTES a running Hermes' appends would time out, so with the file open elsewhere the
-    upgrade exits 75 before it backs anything up or writes."""
+    upgrade exits 75 before it backs anything up or writes. An import or merge, which upgrade the
+    file first, too (they rebuilt it under the lock: a writer's append stalled 9.6 s at 218 MB)."""
     from hermes_state_tools.store import opening
 
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "20260301_090000_3f9a2c7e.jsonl").write_text('{"role": "user", "content": "hello"}\n')
+    with SessionDB(sources / "other.db") as other:
+        other.create_session("o1", "cli")
+        other.append_message("o1", "user", "from the other store")
+    args = {"upgrade": [], "import-jsonl": [str(sources / "20260301_090000_3f9a2c7e.jsonl")],
+            "merge": [str(sources / "other.db")]}[command]
     path = load_fixture("trap_no_fts", tmp_path)
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sqlite3, sys, time\n"
@@ -450,13 +460,13 @@ def test_an_upgrade_that_rebuilds_the_search_index_is_refused_while_the_big_file
         assert holder.stdout.readline().strip() == "open"
         monkeypatch.setattr(opening, "LONG_LOCK_BYTES", 0)
         before = sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()
-        result = CliRunner().invoke(main, ["--db", str(path), "upgrade"])
+        result = CliRunner().invoke(main, ["--db", str(path), command, *args])
         assert result.exit_code == 75 and "stop Hermes" in result.stderr, result.stderr
         assert (sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()) == before
     finally:
         holder.kill()
         holder.wait()
-    assert CliRunner().invoke(main, ["--db", str(path), "upgrade"]).exit_code == 0  # nobody else has it open
+    assert CliRunner().invoke(main, ["--db", str(path), command, *args]).exit_code == 0  # nobody else has it open
     with closing(sqlite3.connect(path)) as conn:
         _fts_in_sync(conn)
 

@@ -32,6 +32,7 @@ from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store
 from hermes_state_tools.store.opening import (
     open_read_connection,
+    refuse_long_rebuild_while_open,
     require_sound,
     require_supported,
     require_writable,
@@ -246,10 +247,12 @@ def note_upgrade(db_path: Path, stats: ImportStats) -> None:
                                "backup_first": f"{db_path}.bak-<timestamp>"}
 
 
-def open_target(db_path: Path, stats: ImportStats, proven: bool = False) -> SessionDB:
+def open_target(db_path: Path, stats: ImportStats, proven: bool = False, what: str = "import-jsonl") -> SessionDB:
     """The store a real run writes into, opened (created, upgraded) only once something will be
-    written; when the opening changes the schema, the file as it was is backed up first. `proven`:
-    what prepare_schema returned for this file."""
+    written; when the opening changes the schema, the file as it was is backed up first, and when it
+    would rebuild the search index of a big file Hermes has open, `what` (the command) is refused.
+    `proven`: what prepare_schema returned for this file."""
+    refuse_long_rebuild_while_open(db_path, what)
     stats.backup = backup_if_schema_changes(db_path)
     return SessionDB(db_path, _proven=proven)
 

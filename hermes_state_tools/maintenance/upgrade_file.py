@@ -12,14 +12,12 @@ from hermes_state_tools.errors import HermesStateError
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import (
-    open_read_connection,
     open_store,
-    refuse_long_lock_while_open,
+    refuse_long_rebuild_while_open,
     require_sound,
     require_supported,
     require_writable,
 )
-from hermes_state_tools.upgrade.steps import rebuilds_search_index
 
 
 @dataclass(frozen=True)
@@ -42,18 +40,6 @@ def _run_upgrade(path: Path, backup: str | None, dry_run: bool) -> UpgradeFileRe
                              tuple(report.renamed_titles), tuple(report.repairs), backup, dry_run)
 
 
-def _refuse_long_rebuild_while_open(path: Path) -> None:
-    """An upgrade that recreates the search index fills it in one transaction, as rebuild-fts does: on a
-    big file, a running Hermes' appends would time out meanwhile (75, before any backup is made)."""
-    conn = open_read_connection(path)
-    try:
-        rebuilds = rebuilds_search_index(conn)
-    finally:
-        conn.close()
-    if rebuilds:
-        refuse_long_lock_while_open(path, "upgrade (it rebuilds the search index)")
-
-
 def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
@@ -66,7 +52,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
             return _run_upgrade(copy, None, True)
     require_writable(path)  # a file this process cannot write gets no .bak and no -wal beside it
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
-    _refuse_long_rebuild_while_open(path)
+    refuse_long_rebuild_while_open(path, "upgrade")
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
     backup_path = backup_if_schema_changes(path, progress) if backup else None
     step(progress, "upgrading")

@@ -40,7 +40,7 @@ from hermes_state_tools.store.read_open import ReadConnection as ReadConnection
 from hermes_state_tools.store.read_open import open_for_reading, open_own_pages, snapshot
 from hermes_state_tools.store.read_open import writer_arrived as writer_arrived
 from hermes_state_tools.store.wal_frames import SCAN_BEFORE_WRITE, find_break
-from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending
+from hermes_state_tools.upgrade.steps import UpgradeReport, bring_up_to_date, pending, rebuilds_search_index
 
 
 def require_database_file(path: Path) -> None:
@@ -317,6 +317,21 @@ def refuse_long_lock_while_open(path: Path, what: str) -> None:
         raise DatabaseInUseError(f"{path}: {what} holds the write lock for the whole rebuild (about {size // 8} s "
                                  f"at {size} MiB), and another process has the database open: its writes would "
                                  "time out; stop Hermes (the gateway) and run it again")
+
+
+def refuse_long_rebuild_while_open(path: Path, what: str) -> None:
+    """Opening an existing file to write, when its schema step would recreate the search index (a missing
+    trigger or FTS table) and fill it from every message in one transaction, as rebuild-fts does: on a
+    big file while Hermes has it open, its appends would time out meanwhile (75, before any backup)."""
+    if not path.exists() or not path.stat().st_size:
+        return
+    conn = open_read_connection(path)
+    try:
+        rebuilds = rebuilds_search_index(conn)
+    finally:
+        conn.close()
+    if rebuilds:
+        refuse_long_lock_while_open(path, f"{what} (it rebuilds the search index first)")
 
 
 @contextmanager
