@@ -156,6 +156,27 @@ def test_repair_rebuilds_derived_damage_without_touching_a_canonical_row(pristin
     assert len(hits) == 5
 
 
+def test_repair_never_swaps_away_what_a_writer_committed_while_it_rebuilt(pristine, tmp_path, monkeypatch):
+    # A short-lived writer that opened, committed and closed between repair's two looks for other
+    # processes left its commit only in the .pre-repair file.
+    from hermes_state_tools.maintenance import recover
+
+    path = damaged_copy(pristine, tmp_path, "idx_messages_session")
+    to_wal = recover._to_wal
+
+    def writer_meanwhile(tmp: Path) -> None:
+        to_wal(tmp)
+        subprocess.run([sys.executable, "-c", "import sqlite3, sys\n"
+                        "c = sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE sessions SET title = 'meanwhile' "
+                        "WHERE id = (SELECT MIN(id) FROM sessions)\"); c.commit(); c.close()", str(path)], check=True)
+
+    monkeypatch.setattr(recover, "_to_wal", writer_meanwhile)
+    result = cli("--db", path, "repair", "--no-progress")
+    assert result.exit_code == 75 and "re-run repair" in result.stderr
+    assert rows(path, "SELECT title FROM sessions WHERE title = 'meanwhile'") == [("meanwhile",)]
+    assert listing(tmp_path) == ["state.db"]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_recover_salvages_into_a_clean_file_and_never_touches_the_source(pristine, tmp_path, kind):
     path = damaged_copy(pristine, tmp_path, kind)

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.paths import create_private_file
+from hermes_state_tools.core.paths import create_private_file, file_identity, sidecar_paths
 from hermes_state_tools.errors import DamagedDatabaseError, DatabaseInUseError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
@@ -65,17 +65,26 @@ def recover_file(source: Path, dest: Path) -> dict[str, Any]:
     return {"ok": True, "path": str(dest), "complete": report.complete, **report.as_dict()}
 
 
+def _identities(db: Path) -> tuple[object, ...]:
+    """What a commit changes: the database's and its WAL's size, time and inode."""
+    return tuple(file_identity(path) for path in (db, *sidecar_paths(db)[:1]))
+
+
 def rebuild_in_place(db: Path) -> dict[str, Any]:
     """repair of derived damage: every canonical row copied exactly into a fresh file beside `db`,
     schema, indexes and FTS created there, verified, then swapped in; the original (with its -wal)
     kept as `<db>.pre-repair-<timestamp>`. Refuses while another process has `db` open."""
     if others_have_open(db):
         raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run repair")
+    read = _identities(db)
     report, tmp = _rebuild(db, db, "repair", exact=True)
     try:
         _to_wal(tmp)
-        if others_have_open(db):  # again, right before the swap
-            raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed; re-run repair")
+        # again, right before the swap: a writer that came, committed and left meanwhile changed the file,
+        # and its rows are not in the rebuilt one
+        if others_have_open(db) or _identities(db) != read:
+            raise DatabaseInUseError(f"{db}: another process wrote to the database while repair rebuilt it; "
+                                     "nothing was changed; re-run repair")
         aside = dated_name(db, "pre-repair")
         swap_in(db, tmp, aside)
     finally:
