@@ -500,3 +500,17 @@ def test_an_upgrade_the_lock_turns_away_leaves_no_backup_behind(tmp_path, monkey
         result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--no-progress"])
         assert result.exit_code == 75, result.output
         assert (sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()) == before
+
+
+def test_a_file_whose_version_row_runs_ahead_of_its_columns_is_backed_up_before_the_upgrade(tmp_path):
+    # Read connections see a file through v6 views of its tables; the look for pending work asked the view
+    # for the columns, found them all, and the upgrade that added them took no backup.
+    path = load_fixture("v5", tmp_path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE schema_version SET version = 6")
+    result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--json"])
+    assert result.exit_code == 0, result.output
+    backup = json.loads(result.stdout)["backup"]
+    assert backup and Path(backup).exists()
+    with closing(sqlite3.connect(backup)) as conn:
+        assert "reasoning" not in {row[1] for row in conn.execute("PRAGMA table_info(messages)")}

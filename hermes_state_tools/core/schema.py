@@ -170,8 +170,9 @@ def create_schema(conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> No
 
 
 def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    """Names of the columns `table` has in this file (empty when the table is missing)."""
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    """Names of the columns `table` has in this file (empty when the table is missing); the file's own
+    table, not a read connection's v6 view of it (opening.as_version_6)."""
+    return {row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")}
 
 
 def object_names(conn: sqlite3.Connection, kind: str) -> set[str]:
@@ -198,7 +199,7 @@ def describe(conn: sqlite3.Connection) -> dict[str, object]:
     meaning), indexes, triggers and the FTS definition, whitespace-normalised."""
     tables = {
         table: {row[1]: (row[2].upper(), bool(row[3]), row[4], row[5]) for row in
-                conn.execute(f"PRAGMA table_info({table})")}
+                conn.execute(f"PRAGMA main.table_info({table})")}
         for table in ("schema_version", *TABLE_COLUMNS)
     }
     objects = conn.execute(
