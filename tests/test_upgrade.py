@@ -514,3 +514,24 @@ def test_a_file_whose_version_row_runs_ahead_of_its_columns_is_backed_up_before_
     assert backup and Path(backup).exists()
     with closing(sqlite3.connect(backup)) as conn:
         assert "reasoning" not in {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
+
+
+def test_an_upgrade_stopped_after_a_step_committed_keeps_its_backup(tmp_path, monkeypatch):
+    # The backup was removed whenever the version row read the same after a failure; here the v6 columns
+    # step committed under a version row that already said 6, and the last transaction was interrupted.
+    from hermes_state_tools.upgrade import steps
+
+    path = load_fixture("v5", tmp_path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE schema_version SET version = 6")
+        conn.execute("DROP TRIGGER messages_fts_insert")
+
+    def interrupted(_conn):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(steps, "restore_structure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        upgrade_file(path)
+    [backup] = [p for p in tmp_path.iterdir() if ".bak-" in p.name]
+    with closing(sqlite3.connect(backup)) as conn:
+        assert "reasoning" not in {row[1] for row in conn.execute("PRAGMA table_info(messages)")}

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.core.schema import read_version
 from hermes_state_tools.errors import HermesStateError
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import (
+    open_read_connection,
     open_store,
     refuse_long_rebuild_while_open,
     require_sound,
-    require_supported,
     require_writable,
 )
 
@@ -44,7 +46,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
                  progress: Steps | None = None) -> UpgradeFileReport:
     """Bring `path` to the current schema; the report has from/to version, steps, backup, renames."""
     # A missing, foreign or newer file is refused first; a damaged one (65) before any .bak is made of it.
-    version = require_sound(path)
+    require_sound(path)
     if dry_run:
         step(progress, "copying for the dry run")
         with scratch_copy(path) as copy:
@@ -54,19 +56,27 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
     refuse_long_rebuild_while_open(path, "upgrade")
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
+    before = _schema_state(path)
     backup_path = backup_if_schema_changes(path, progress) if backup else None
     step(progress, "upgrading")
     try:
         return _run_upgrade(path, backup_path, False)
     except BaseException:
-        if backup_path is not None and _unchanged(path, version):
+        if backup_path is not None and before is not None and _schema_state(path) == before:
             Path(backup_path).unlink(missing_ok=True)  # (the database locked meanwhile: nothing was changed)
         raise
 
 
-def _unchanged(path: Path, version: int | None) -> bool:
-    """Whether a failed upgrade committed no step: each step sets the version in its transaction."""
+def _schema_state(path: Path) -> tuple[object, ...] | None:
+    """What every upgrade step changes in its transaction: the version row, or the schema itself (SQLite's
+    schema cookie counts each change of it). None when the file cannot be looked at."""
     try:
-        return require_supported(path) == version
+        conn = open_read_connection(path)
     except (HermesStateError, OSError):
-        return False  # it cannot be looked at: the backup stays
+        return None
+    try:
+        return read_version(conn), conn.execute("PRAGMA schema_version").fetchone()[0]
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
