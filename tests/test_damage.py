@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from damage import cli, cli_json
+from damage import cli, cli_json, raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from page_damage import (
@@ -868,3 +868,37 @@ def test_recover_keeps_a_newer_hermes_search_table_with_its_rows(pristine, tmp_p
     for table in ("notes_fts", "tags_fts"):
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     conn.close()
+
+
+@pytest.mark.parametrize("case", ["fts4", "rtree_beside_a_real_table", "fts5_beside_a_real_table"])
+def test_recover_keeps_other_virtual_tables_and_tables_that_only_look_like_their_shadows(pristine, tmp_path, case):
+    # A real table named like another module's shadow table (notes_stat beside an FTS5 notes) was taken
+    # for one of notes' shadows: both were dropped from DEST.
+    statements, query, expected = {
+        "fts4": (["CREATE VIRTUAL TABLE n4 USING fts4(body)", "INSERT INTO n4 VALUES ('alpha beta')"],
+                 "SELECT body FROM n4 WHERE n4 MATCH 'beta'", [("alpha beta",)]),
+        "rtree_beside_a_real_table": (["CREATE VIRTUAL TABLE geo USING rtree(id, minx, maxx)",
+                                       "INSERT INTO geo VALUES (1, 0.5, 2.5)", "CREATE TABLE geo_data (k TEXT)",
+                                       "INSERT INTO geo_data VALUES ('kept')"],
+                                      "SELECT (SELECT minx FROM geo), (SELECT k FROM geo_data)", [(0.5, "kept")]),
+        "fts5_beside_a_real_table": (["CREATE VIRTUAL TABLE notes USING fts5(body)",
+                                      "INSERT INTO notes VALUES ('hello world')",
+                                      "CREATE TABLE notes_stat (day TEXT, views INTEGER)",
+                                      "INSERT INTO notes_stat VALUES ('mon', 3)"],
+                                     "SELECT (SELECT body FROM notes WHERE notes MATCH 'hello'), "
+                                     "(SELECT views FROM notes_stat)", [("hello world", 3)]),
+    }[case]
+    path = edited_copy(pristine, tmp_path, *statements)
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert (code, doc["other_tables_lost"]) == (0, [])
+    assert rows(tmp_path / "out.db", query) == expected
+
+
+def test_recover_keeps_the_data_of_a_search_table_whose_tokenizer_this_sqlite_lacks(pristine, tmp_path):
+    path = edited_copy(pristine, tmp_path, "CREATE VIRTUAL TABLE notes USING fts5(body)",
+                       "INSERT INTO notes VALUES ('my private note')")
+    raw(path, "PRAGMA writable_schema=ON", "UPDATE sqlite_master SET sql = 'CREATE VIRTUAL TABLE notes USING "
+                                           "fts5(body, tokenize=''jieba'')' WHERE name = 'notes'")
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert code == 1 and doc["other_tables_lost"] == ["notes"] and "notes_content" in doc["other_tables"]
+    assert rows(tmp_path / "out.db", "SELECT c0 FROM notes_content") == [("my private note",)]

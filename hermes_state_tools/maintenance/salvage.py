@@ -109,9 +109,14 @@ def _open_source(source: Path, workdir: Path, mend: bool = False) -> _Source:
     return src
 
 
-# The tables SQLite's virtual-table modules keep their data in ("<table>_<suffix>"): FTS5, FTS3/4, R*Tree.
-_SHADOW_SUFFIXES = frozenset({"data", "idx", "content", "docsize", "config", "segments", "segdir", "stat",
-                              "node", "rowid", "parent"})
+# The tables each virtual-table module keeps its data in ("<table>_<suffix>"), for a SQLite before 3.37,
+# whose PRAGMA table_list does not name them.
+_SHADOW_SUFFIXES = {"fts5": ("data", "idx", "content", "docsize", "config"),
+                    "fts4": ("content", "segments", "segdir", "docsize", "stat"),
+                    "fts3": ("content", "segments", "segdir", "docsize", "stat"),
+                    "rtree": ("node", "rowid", "parent"), "rtree_i32": ("node", "rowid", "parent"),
+                    "geopoly": ("node", "rowid", "parent")}
+_MODULE = re.compile(r"\bUSING\s+(\w+)", re.IGNORECASE)
 # Rebuilt from the rows, never copied: the search index (recover builds it anew) and this tool's CJK
 # side table and its state (`maintain` builds them again).
 _DERIVED_PREFIXES = (FTS_TABLE, TRIGRAM_TABLE)
@@ -120,29 +125,43 @@ _DERIVED_PREFIXES = (FTS_TABLE, TRIGRAM_TABLE)
 @dataclass(frozen=True)
 class _Other:
     """A table that is not Hermes' own (extras, a newer Hermes' tables), as read from the source: its rows
-    (None: unreadable), and for a virtual table the rows of each table its module keeps its data in."""
+    (None: unreadable), and for a virtual table the CREATE sql and rows of each table its module keeps
+    its data in."""
 
     name: str
     sql: str
     index_sql: list[str]
     rows: list[tuple[Any, ...]] | None
-    shadows: dict[str, list[tuple[Any, ...]] | None] = field(default_factory=dict)
+    shadows: dict[str, tuple[str, list[tuple[Any, ...]] | None]] = field(default_factory=dict)
 
 
-def _other_tables(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], list[str]]]:
-    """(name, CREATE sql, CREATE sql of its indexes, its shadow tables) of the tables that are not Hermes'
-    own, nor derived from them; a virtual table's shadow tables are copied with it, not apart."""
+def _other_tables(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], dict[str, str]]]:
+    """(name, CREATE sql, CREATE sql of its indexes, its shadow tables' CREATE sql) of the tables that are
+    not Hermes' own, nor derived from them; a virtual table's shadow tables are copied with it, not apart."""
     rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
                         "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
-    names = [name for kind, name, _t, _sql in rows if kind == "table"]
-    virtual = {name for kind, name, _t, sql in rows if kind == "table" and _is_virtual(sql)}
-    shadows = {table: [n for n in names if n.startswith(table + "_") and n[len(table) + 1:] in _SHADOW_SUFFIXES]
-               for table in virtual}
+    sql_of = {name: sql for kind, name, _t, sql in rows if kind == "table"}
+    virtual = {name for name, sql in sql_of.items() if _is_virtual(sql)}
+    shadows = {table: {n: sql_of[n] for n in _shadows_of(conn, table, sql_of)} for table in virtual}
     shadowed = {n for found in shadows.values() for n in found}
-    return [(name, sql, [s for k, _n, t, s in rows if k == "index" and t == name], shadows.get(name, []))
-            for kind, name, _t, sql in rows
-            if kind == "table" and name not in CANONICAL_TABLES and name not in shadowed
-            and not name.startswith(_DERIVED_PREFIXES)]
+    return [(name, sql, [s for k, _n, t, s in rows if k == "index" and t == name], shadows.get(name, {}))
+            for name, sql in sql_of.items()
+            if name not in CANONICAL_TABLES and name not in shadowed and not name.startswith(_DERIVED_PREFIXES)]
+
+
+def _shadows_of(conn: sqlite3.Connection, table: str, sql_of: dict[str, str]) -> list[str]:
+    """The shadow tables of the virtual table `table`: as SQLite names them (PRAGMA table_list, 3.37+),
+    else by its module's suffixes (a real table that merely looks like one is then taken for one)."""
+    prefix = table + "_"
+    try:
+        kinds = {row[1]: row[2] for row in conn.execute("PRAGMA main.table_list")}
+    except sqlite3.DatabaseError:
+        kinds = {}
+    if kinds:
+        return [name for name in sql_of if name.startswith(prefix) and kinds.get(name) == "shadow"]
+    module = _MODULE.search(sql_of[table])
+    suffixes = _SHADOW_SUFFIXES.get(module.group(1).lower(), ()) if module else ()
+    return [name for name in sql_of if name.startswith(prefix) and name[len(prefix):] in suffixes]
 
 
 def _is_virtual(sql: str) -> bool:
@@ -184,7 +203,8 @@ def _read_others(conn: sqlite3.Connection) -> list[_Other]:
     out = []
     for name, sql, index_sql, shadows in _other_tables(conn):
         if shadows:  # a virtual table's data is its shadow tables' rows, copied as they are
-            out.append(_Other(name, sql, index_sql, [], {shadow: _all_rows(conn, shadow) for shadow in shadows}))
+            out.append(_Other(name, sql, index_sql, [],
+                              {shadow: (create, _all_rows(conn, shadow)) for shadow, create in shadows.items()}))
         else:
             out.append(_Other(name, sql, index_sql, [] if _is_virtual(sql) else _all_rows(conn, name)))
     return out
@@ -382,27 +402,43 @@ def _normalize(dest: sqlite3.Connection, report: SalvageReport) -> None:
 
 def _write_others(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
     for other in read.others:
-        if other.rows is None or None in other.shadows.values():
+        if other.rows is None or any(rows is None for _sql, rows in other.shadows.values()):
             report.other_tables_lost.append(other.name)
             continue
-        dest.execute("SAVEPOINT other_table")
         try:
-            dest.execute(other.sql)  # a virtual table creates its shadow tables, which then take the rows
-            for table, rows in [(other.name, other.rows), *other.shadows.items()]:
-                if table in other.shadows:
-                    dest.execute(f'DELETE FROM "{table}"')
-                if rows:
-                    dest.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
-            for statement in other.index_sql:
-                dest.execute(statement)
-        except sqlite3.OperationalError as exc:  # a module this SQLite lacks, shadow tables of another shape
-            dest.execute("ROLLBACK TO other_table")
-            if is_io_error(exc):
+            _copy_other(dest, other, as_virtual=True)
+        except sqlite3.OperationalError as exc:  # a module or tokenizer this SQLite lacks, shadows of another shape
+            if is_io_error(exc) or not other.shadows:
                 raise
+            # the data kept: its shadow tables as plain tables, which that module reads again
+            _copy_other(dest, other, as_virtual=False)
             report.other_tables_lost.append(other.name)
+            report.other_tables.extend(other.shadows)
         else:
             report.other_tables.append(other.name)
+
+
+def _copy_other(dest: sqlite3.Connection, other: _Other, as_virtual: bool) -> None:
+    """One other table into DEST, whole or not at all. `as_virtual`: created as it was (a virtual table
+    makes its own shadow tables, which then take the source's rows), else its shadow tables alone."""
+    dest.execute("SAVEPOINT other_table")
+    try:
+        if as_virtual:
+            dest.execute(other.sql)
+        tables = [(other.name, other.rows)] if as_virtual else []
+        for shadow, (create, rows) in other.shadows.items():
+            dest.execute(f'DELETE FROM "{shadow}"' if as_virtual else create)
+            tables.append((shadow, rows))
+        for table, rows in tables:
+            if rows:
+                dest.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
+        for statement in other.index_sql:
+            dest.execute(statement)
+    except BaseException:
+        dest.execute("ROLLBACK TO other_table")
         dest.execute("RELEASE other_table")
+        raise
+    dest.execute("RELEASE other_table")
 
 
 def _sequence_floor(dest: sqlite3.Connection, read: _Read) -> None:
