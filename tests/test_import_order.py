@@ -467,6 +467,14 @@ def test_a_snapshot_saved_after_the_stored_turn_holds_its_reply(tmp_path: Path) 
     assert stats.messages_imported == 3
 
 
+def test_a_save_time_that_never_moved_on_from_the_start_is_no_save_time(tmp_path: Path) -> None:
+    # One turn whose reply took 90 s; the snapshot's last_updated is its session_start: the stored reply
+    # came after it, and was imported again as an earlier one.
+    rows = [("user", "summarise the report", _clock("10:00:05")), ("assistant", "Sure.", _clock("10:01:35"))]
+    stored, stats = _snapshot_imported(tmp_path, rows, ["summarise the report", "Sure."], "10:00:01", "10:00:01")
+    assert stored == ["summarise the report", "Sure."] and stats.messages_imported == 0
+
+
 @pytest.mark.parametrize(("session_start", "last_updated"), [
     ("10:00:01", "10:00:01"),  # a save time that never moved on: stored rows it shares lie after it in a row
     ("13:00:01", "13:04:00"),  # files read three hours off their zone: the session starts do not agree

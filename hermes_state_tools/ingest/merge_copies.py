@@ -34,6 +34,7 @@ _NEVER_FILLED = {"id", "message_count", "tool_call_count", "ended_at", "end_reas
 # when they differ by more, the files were read in another zone than they were written in (hours), or
 # the snapshot is of a later agent of the session, and its save time says nothing of the stored rows.
 STARTS_AGREE_S = 600.0
+SAVED_AFTER_START_S = 1.0  # a snapshot is saved after its first exchange, never at its session_start
 
 
 # Message columns a copy in the files may know when the stored row does not (the gateway wrote
@@ -315,11 +316,14 @@ def _merge_messages(existing: Existing | None, copies: list[LegacySession]
 
 
 def _save_time(copy: LegacySession, started_at: float | None) -> float | None:
-    """When the copy was saved, where its session start agrees with the stored one (STARTS_AGREE_S)."""
+    """When the copy was saved, where its session start agrees with the stored one (STARTS_AGREE_S) and
+    the save time moved on from it (a writer that set last_updated once, at the start, says nothing)."""
     start = copy.fields.get("started_at")
     if copy.saved_at is None or started_at is None or not isinstance(start, (int, float)):
         return None
-    return copy.saved_at if abs(start - started_at) <= STARTS_AGREE_S else None
+    if abs(start - started_at) > STARTS_AGREE_S or copy.saved_at - start < SAVED_AFTER_START_S:
+        return None
+    return copy.saved_at
 
 
 def _timestamps(slots: list[_Slot], hints: tuple[float | None, float | None], fallback: float) -> list[float | None]:
