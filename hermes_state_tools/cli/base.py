@@ -367,13 +367,16 @@ def emit(document: dict[str, Any], human: Callable[[dict[str, Any]], str]) -> No
         document = {**document, "schema_newer": True}
     if settings().as_json:
         try:
-            text = orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS, default=jsonutil.blob_value).decode()
+            text = _json_text(document)
         except TypeError:  # a file name's undecodable bytes (lone surrogates): spelled \xNN
-            text = orjson.dumps(printable(document), option=orjson.OPT_NON_STR_KEYS,
-                                default=jsonutil.blob_value).decode()
+            text = _json_text(printable(document))
         click.echo(text)
     else:
         click.echo(printable(human(document)))
+
+
+def _json_text(document: Any) -> str:
+    return orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS, default=jsonutil.blob_value).decode()
 
 
 def show_progress() -> bool:
