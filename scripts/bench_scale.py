@@ -7,7 +7,8 @@ check (full)    `hermes-state check` (process) / PRAGMA integrity_check + FTS5 '
 check --quick   `hermes-state check --quick` (process) / PRAGMA quick_check
 search          common (top-10 words), selective (rank 20k-49k) and no match (a selective word beside
                 one no message holds: the literal look) p50/p95 of search_messages
-append          SessionDB.append_message / raw BEGIN IMMEDIATE + INSERT + counter UPDATE + COMMIT
+append          SessionDB.append_message / raw BEGIN IMMEDIATE + INSERT + counter UPDATE + COMMIT (and
+                without the contract's checkpoint every 50 writes; alone: bench_scale.py --append N)
 prune           `hermes-state prune` of half the sessions (process) / bare DELETEs with the FTS triggers
 memory          peak RSS of check, export, prune, vacuum at N against N/10 messages
 """
@@ -105,10 +106,14 @@ def search_latencies(store: Path) -> dict[str, tuple[float, float]]:
     return out
 
 
-def append_ratio(store: Path, work: Path, repeat: int, block: int = 300) -> float:
+def append_ratio(store: Path, work: Path, repeat: int, block: int = 300) -> tuple[float, float]:
+    """floor / append_message, and floor / append_message without the contract's PASSIVE checkpoint every
+    50 writes (what that checkpoint costs; session-store.md keeps it), each side on a copy of its own."""
     from hermes_state_tools import SessionDB
+    from hermes_state_tools.core import connection
 
     db = SessionDB(fresh_copy(store, work / "append_a.db"))
+    bare = SessionDB(fresh_copy(store, work / "append_c.db"))
     raw = sqlite3.connect(str(fresh_copy(store, work / "append_b.db")), isolation_level=None)
     raw.execute("PRAGMA journal_mode=WAL")
     raw.execute("PRAGMA foreign_keys=ON")
@@ -116,6 +121,14 @@ def append_ratio(store: Path, work: Path, repeat: int, block: int = 300) -> floa
 
     def ours() -> float:
         return timed(lambda: [db.append_message(sid, "user", TEXT) for _ in range(block)])
+
+    def no_checkpoint() -> float:
+        every = connection._CHECKPOINT_EVERY_N_WRITES
+        connection._CHECKPOINT_EVERY_N_WRITES = 10**9
+        try:
+            return timed(lambda: [bare.append_message(sid, "user", TEXT) for _ in range(block)])
+        finally:
+            connection._CHECKPOINT_EVERY_N_WRITES = every
 
     def floor() -> float:
         def one() -> None:
@@ -125,10 +138,17 @@ def append_ratio(store: Path, work: Path, repeat: int, block: int = 300) -> floa
             raw.execute("COMMIT")
         return timed(lambda: [one() for _ in range(block)])
 
-    medians = interleaved({"ours": ours, "floor": floor}, repeat * 4)
+    medians = interleaved({"ours": ours, "no checkpoint": no_checkpoint, "floor": floor}, repeat * 4)
     db.close()
+    bare.close()
     raw.close()
-    return medians["floor"] / medians["ours"]
+    return medians["floor"] / medians["ours"], medians["floor"] / medians["no checkpoint"]
+
+
+def print_append(store: Path, root: Path, repeat: int) -> None:
+    ratio, without = append_ratio(store, root, repeat)
+    print(f"append:  floor/append_message {ratio:.2f} (goal >= 0.95); without the checkpoint every 50 "
+          f"writes {without:.2f}")
 
 
 def prune_days(store: Path) -> float:
@@ -178,7 +198,7 @@ def run_scale(messages: int, repeat: int, run_cli: Callable[[list[str]], tuple[f
     for name, (p50, p95) in search_latencies(store).items():
         goal = "< 5 ms" if name == "selective" else "< 100 ms"
         print(f"search:  {name} p50 {p50:.1f} ms, p95 {p95:.1f} ms (goal p95 {goal})")
-    print(f"append:  floor/append_message {append_ratio(store, root, repeat):.2f} (goal >= 0.95)")
+    print_append(store, root, repeat)
     days = prune_days(store)
     copies = iter(range(10 * repeat))
     med = interleaved({
@@ -207,3 +227,16 @@ def memory(store: Path, small: Path, run_cli: Callable[[list[str]], tuple[float,
     shown = ", ".join(f"{name} {peaks['big'][name] / 1024:.0f}/{peaks['small'][name] / 1024:.0f} MiB "
                       f"({peaks['big'][name] / peaks['small'][name]:.2f}x)" for name in peaks["big"])
     print(f"memory:  peak RSS at N / N/10: {shown} (goal <= ~1.2x)")
+
+
+if __name__ == "__main__":  # python scripts/bench_scale.py --append N: only the append case, on N messages
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description="the append case of bench.py --messages, alone")
+    parser.add_argument("--append", type=int, required=True, metavar="N", help="messages in the store")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
+        zipf_store.build(str(Path(scratch) / "store.db"), args.append)
+        print_append(Path(scratch) / "store.db", Path(scratch), args.repeat)
