@@ -51,6 +51,10 @@ class StorageIOError(HermesStateError):
     """The disk failed under a write (full, quota, I/O error); the transaction was rolled back, nothing half-written."""
 
 
+class DestinationFullError(StorageIOError):
+    """No room left in the folder of a new file (recover's DEST): the message names that folder."""
+
+
 class UpgradeError(HermesStateError):
     """A schema upgrade step could not be applied; the database keeps the last committed version."""
 

@@ -335,6 +335,19 @@ def test_a_disk_that_fills_while_a_damaged_file_is_rebuilt_is_exit_74(disk_12m, 
     assert run("--db", path, *args, "--no-progress").returncode == 0
 
 
+def test_recover_onto_a_full_disk_names_the_folder_that_is_full(small_disk, tmp_path):
+    # The error line named the source database, which is only read and sat on a disk with room.
+    path = build_db(tmp_path / "state.db", sessions=200, per_session=10, size=300)
+    filler = _fill_leaving(small_disk, 100_000)
+    try:
+        result = run("--db", path, "recover", small_disk / "out.db", "--no-progress")
+    finally:
+        filler.unlink()
+    assert result.returncode == 74 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert str(small_disk) in result.stderr and str(path) not in result.stderr
+    assert listing(small_disk) == []
+
+
 def test_a_hot_rollback_journal_is_rolled_back_on_a_copy_by_read_commands(tmp_path):
     path = build_db(tmp_path / "state.db", sessions=60, per_session=20)
     conn = sqlite3.connect(path)

@@ -43,6 +43,7 @@ from hermes_state_tools.errors import (
     DatabaseInUseError,
     DatabaseLockedError,
     DestinationExistsError,
+    DestinationFullError,
     DestinationUnwritableError,
     HermesStateError,
     NotAHermesDatabaseError,
@@ -104,7 +105,7 @@ def debug_enabled() -> bool:
 def error_line(exc: BaseException, db_path: Path | None) -> str:
     """One line naming the file and the cause."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    own_file = (DestinationExistsError, DestinationUnwritableError, UnsafeDestinationError)
+    own_file = (DestinationExistsError, DestinationUnwritableError, UnsafeDestinationError, DestinationFullError)
     names_its_file = isinstance(exc, own_file)  # not the database's
     if db_path is not None and str(db_path) not in text and not names_its_file:
         text = f"{db_path}: {text}"

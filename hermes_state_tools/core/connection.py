@@ -65,6 +65,13 @@ def is_io_error(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.Error) and result_code(exc) in (SQLITE_FULL, SQLITE_IOERR)
 
 
+def is_disk_full(exc: BaseException) -> bool:
+    """True when there was no room to write: SQLITE_FULL, or the OS's no space / over quota."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.Error) and result_code(exc) == SQLITE_FULL
+
+
 def is_lock_error(exc: BaseException) -> bool:
     """True for SQLITE_BUSY / SQLITE_LOCKED, judged by the error code rather than the message text."""
     if not isinstance(exc, sqlite3.OperationalError):

@@ -8,8 +8,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.connection import is_disk_full
 from hermes_state_tools.core.paths import create_private_file, file_identity, sidecar_paths
-from hermes_state_tools.errors import DamagedDatabaseError, DatabaseInUseError
+from hermes_state_tools.errors import DamagedDatabaseError, DatabaseInUseError, DestinationFullError, StorageIOError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
     dated_name,
@@ -32,8 +33,11 @@ def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[Salva
     try:
         create_private_file(tmp)  # conversations: owner-only (0600), like the store itself
         return rebuild_into(source, tmp, workdir, exact=exact), tmp
-    except BaseException:
+    except BaseException as exc:
         remove_with_sidecars(tmp)
+        if is_disk_full(exc) and not isinstance(exc, StorageIOError):  # the new file's folder, not the source
+            raise DestinationFullError(f"{dest.parent}: no room for the new file ({' '.join(str(exc).split())}); "
+                                 "nothing was left there") from exc
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
