@@ -486,18 +486,24 @@ def test_sessions_sharing_a_title_stored_as_a_blob_are_numbered_like_text_ones(t
             ("b1", b"Fix"), ("b2", "Fix #2")]
 
 
-def test_an_upgrade_the_lock_turns_away_leaves_no_backup_behind(tmp_path, monkeypatch):
+@pytest.mark.parametrize("command", ["upgrade", "import-jsonl"])
+def test_an_upgrade_the_lock_turns_away_leaves_no_backup_behind(tmp_path, monkeypatch, command):
     # exit 75 says nothing was changed, yet the verified state.db.bak-<timestamp> was left in the folder
+    # (an import upgrades an older file first, after the same backup)
     from hermes_state_tools.core import connection
 
     monkeypatch.setattr(connection, "_BUSY_TIMEOUT_S", 0.01)
     monkeypatch.setattr(connection, "_WRITE_MAX_RETRIES", 2)
+    transcript = tmp_path / "transcripts" / "20260301_090000_3f9a2c7e.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text('{"role": "user", "content": "hello"}\n')
+    args = [str(transcript)] if command == "import-jsonl" else []
     path = load_fixture("v3", tmp_path)
     with closing(sqlite3.connect(path, isolation_level=None)) as writer:  # another process writing
         writer.execute("PRAGMA journal_mode=WAL")
         writer.execute("BEGIN IMMEDIATE")
         before = sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()
-        result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--no-progress"])
+        result = CliRunner().invoke(main, ["--db", str(path), command, *args, "--no-progress"])
         assert result.exit_code == 75, result.output
         assert (sorted(p.name for p in tmp_path.iterdir()), hashlib.sha256(path.read_bytes()).hexdigest()) == before
 

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.core.schema import read_version
-from hermes_state_tools.errors import HermesStateError
-from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
+from hermes_state_tools.store.backup import schema_change_backed_up, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import (
-    open_read_connection,
     open_store,
     refuse_long_rebuild_while_open,
     require_sound,
@@ -56,27 +52,9 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
     refuse_long_rebuild_while_open(path, "upgrade")
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
-    before = _schema_state(path)
-    backup_path = backup_if_schema_changes(path, progress) if backup else None
-    step(progress, "upgrading")
-    try:
+    if not backup:
+        step(progress, "upgrading")
+        return _run_upgrade(path, None, False)
+    with schema_change_backed_up(path, progress) as backup_path:
+        step(progress, "upgrading")
         return _run_upgrade(path, backup_path, False)
-    except BaseException:
-        if backup_path is not None and before is not None and _schema_state(path) == before:
-            Path(backup_path).unlink(missing_ok=True)  # (the database locked meanwhile: nothing was changed)
-        raise
-
-
-def _schema_state(path: Path) -> tuple[object, ...] | None:
-    """What every upgrade step changes in its transaction: the version row, or the schema itself (SQLite's
-    schema cookie counts each change of it). None when the file cannot be looked at."""
-    try:
-        conn = open_read_connection(path)
-    except (HermesStateError, OSError):
-        return None
-    try:
-        return read_version(conn), conn.execute("PRAGMA schema_version").fetchone()[0]
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()

@@ -16,12 +16,14 @@ from hermes_state_tools.core import paths, scratch
 from hermes_state_tools.core.connection import is_corrupt, is_io_error
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.core.schema import read_version
 from hermes_state_tools.errors import (
     BackupError,
     DamagedDatabaseError,
     DatabaseLockedError,
     DestinationExistsError,
     DestinationUnwritableError,
+    HermesStateError,
     NotAHermesDatabaseError,
     StorageIOError,
 )
@@ -164,6 +166,36 @@ def backup_if_schema_changes(path: Path, progress: Steps | None = None) -> str |
         return None
     step(progress, "backup")
     return str(backup_database(path, timestamped_path(path)).path)
+
+
+@contextmanager
+def schema_change_backed_up(path: Path, progress: Steps | None = None) -> Iterator[str | None]:
+    """backup_if_schema_changes for the work in the `with` block (opening `path` as a store, upgrading
+    it); when that work fails before it committed a schema step (the lock turned it away, exit 75:
+    nothing was changed), the backup it no longer needs is removed. After a partial upgrade it stays."""
+    before = _schema_state(path)
+    backup = backup_if_schema_changes(path, progress)
+    try:
+        yield backup
+    except BaseException:
+        if backup is not None and before is not None and _schema_state(path) == before:
+            Path(backup).unlink(missing_ok=True)
+        raise
+
+
+def _schema_state(path: Path) -> tuple[object, ...] | None:
+    """What every upgrade step changes in its transaction: the version row, or the schema itself (SQLite's
+    schema cookie counts each change of it). None when the file cannot be looked at."""
+    try:
+        conn = open_read_connection(path)
+    except (HermesStateError, OSError):
+        return None
+    try:
+        return read_version(conn), conn.execute("PRAGMA schema_version").fetchone()[0]
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
 
 
 @contextmanager
