@@ -902,3 +902,36 @@ def test_recover_keeps_the_data_of_a_search_table_whose_tokenizer_this_sqlite_la
     code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
     assert code == 1 and doc["other_tables_lost"] == ["notes"] and "notes_content" in doc["other_tables"]
     assert rows(tmp_path / "out.db", "SELECT c0 FROM notes_content") == [("my private note",)]
+
+
+def test_recover_carries_every_table_view_and_trigger_another_tool_made(pristine, tmp_path):
+    # Generated columns and a dangling link in another tool's tables made recover exit 70 or 65; a table
+    # named messages_fts_backup or sqlitebrowser_prefs was dropped without a word; views, triggers and
+    # a name with quotes in it were left behind.
+    path = edited_copy(pristine, tmp_path,
+                       "CREATE TABLE g (a INTEGER, b INTEGER GENERATED ALWAYS AS (a * 2) VIRTUAL, "
+                       "c INTEGER GENERATED ALWAYS AS (a + 1) STORED)", "INSERT INTO g (a) VALUES (3)",
+                       'CREATE TABLE "my ""odd"" table" (x TEXT)', """INSERT INTO "my ""odd"" table" VALUES ('q')""",
+                       "CREATE TABLE messages_fts_backup (x TEXT)", "INSERT INTO messages_fts_backup VALUES ('b')",
+                       "CREATE TABLE sqlitebrowser_prefs (k TEXT)", "INSERT INTO sqlitebrowser_prefs VALUES ('p')",
+                       "CREATE TABLE p (id INTEGER PRIMARY KEY)", "CREATE TABLE ch (pid INTEGER REFERENCES p(id))",
+                       "INSERT INTO ch VALUES (99)", "CREATE VIEW v AS SELECT a FROM g",
+                       "CREATE TRIGGER tg AFTER INSERT ON g BEGIN INSERT INTO messages_fts_backup VALUES (new.a); END")
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert (code, doc["other_tables_lost"]) == (0, [])
+    assert set(doc["other_tables"]) == {"g", 'my "odd" table', "messages_fts_backup", "sqlitebrowser_prefs",
+                                        "p", "ch", "v"}
+    out = tmp_path / "out.db"
+    assert rows(out, "SELECT a, b, c FROM g") == [(3, 6, 4)] and rows(out, "SELECT a FROM v") == [(3,)]
+    assert rows(out, 'SELECT x FROM "my ""odd"" table"') == [("q",)] and rows(out, "SELECT pid FROM ch") == [(99,)]
+    assert rows(out, "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'g'") == [("tg",)]
+
+
+def test_recover_keeps_the_data_of_a_virtual_table_whose_module_this_sqlite_lacks(pristine, tmp_path):
+    path = edited_copy(pristine, tmp_path, "CREATE VIRTUAL TABLE notes USING fts5(body)",
+                       "INSERT INTO notes VALUES ('my private note')")
+    raw(path, "PRAGMA writable_schema=ON",
+        "UPDATE sqlite_master SET sql = 'CREATE VIRTUAL TABLE notes USING fts9(body)' WHERE name = 'notes'")
+    code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
+    assert code == 1 and doc["other_tables_lost"] == ["notes"] and "notes_content" in doc["other_tables"]
+    assert rows(tmp_path / "out.db", "SELECT c0 FROM notes_content") == [("my private note",)]

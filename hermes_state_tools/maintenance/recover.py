@@ -36,8 +36,9 @@ def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[Salva
     except BaseException as exc:
         remove_with_sidecars(tmp)
         if is_disk_full(exc) and not isinstance(exc, StorageIOError):  # the new file's folder, not the source
-            raise DestinationFullError(f"{dest.parent}: no room for the new file ({' '.join(str(exc).split())}); "
-                                 "nothing was left there") from exc
+            reason = " ".join(str(exc).split())
+            raise DestinationFullError(f"{dest.parent}: no room for the new file ({reason}); nothing was left there"
+                                       ) from exc
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -86,7 +87,9 @@ def rebuild_in_place(db: Path) -> dict[str, Any]:
         _to_wal(tmp)
         # again, right before the swap: a writer that came, committed and left meanwhile changed the file,
         # and its rows are not in the rebuilt one
-        if others_have_open(db) or _identities(db) != read:
+        if others_have_open(db):
+            raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed; re-run repair")
+        if _identities(db) != read:
             raise DatabaseInUseError(f"{db}: another process wrote to the database while repair rebuilt it; "
                                      "nothing was changed; re-run repair")
         aside = dated_name(db, "pre-repair")

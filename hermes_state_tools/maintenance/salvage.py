@@ -23,8 +23,8 @@ from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_li
 from hermes_state_tools.core.file_header import damaged_header_field, page_size_of_pages
 from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
-from hermes_state_tools.maintenance import page_scan
-from hermes_state_tools.maintenance.locate_damage import CANONICAL_TABLES, stray_zero
+from hermes_state_tools.maintenance import other_tables, page_scan
+from hermes_state_tools.maintenance.locate_damage import stray_zero
 from hermes_state_tools.maintenance.salvage_read import (
     TableRead,
     index_values,
@@ -33,7 +33,6 @@ from hermes_state_tools.maintenance.salvage_read import (
     read_table,
     table_info,
 )
-from hermes_state_tools.search.trigram import TRIGRAM_TABLE
 from hermes_state_tools.store.opening import ReadConnection, open_pages, open_read_connection, refuse_newer
 from hermes_state_tools.store.wal_frames import WalBreak, find_break
 from hermes_state_tools.tables import counters, fts
@@ -109,65 +108,6 @@ def _open_source(source: Path, workdir: Path, mend: bool = False) -> _Source:
     return src
 
 
-# The tables each virtual-table module keeps its data in ("<table>_<suffix>"), for a SQLite before 3.37,
-# whose PRAGMA table_list does not name them.
-_SHADOW_SUFFIXES = {"fts5": ("data", "idx", "content", "docsize", "config"),
-                    "fts4": ("content", "segments", "segdir", "docsize", "stat"),
-                    "fts3": ("content", "segments", "segdir", "docsize", "stat"),
-                    "rtree": ("node", "rowid", "parent"), "rtree_i32": ("node", "rowid", "parent"),
-                    "geopoly": ("node", "rowid", "parent")}
-_MODULE = re.compile(r"\bUSING\s+(\w+)", re.IGNORECASE)
-# Rebuilt from the rows, never copied: the search index (recover builds it anew) and this tool's CJK
-# side table and its state (`maintain` builds them again).
-_DERIVED_PREFIXES = (FTS_TABLE, TRIGRAM_TABLE)
-
-
-@dataclass(frozen=True)
-class _Other:
-    """A table that is not Hermes' own (extras, a newer Hermes' tables), as read from the source: its rows
-    (None: unreadable), and for a virtual table the CREATE sql and rows of each table its module keeps
-    its data in."""
-
-    name: str
-    sql: str
-    index_sql: list[str]
-    rows: list[tuple[Any, ...]] | None
-    shadows: dict[str, tuple[str, list[tuple[Any, ...]] | None]] = field(default_factory=dict)
-
-
-def _other_tables(conn: sqlite3.Connection) -> list[tuple[str, str, list[str], dict[str, str]]]:
-    """(name, CREATE sql, CREATE sql of its indexes, its shadow tables' CREATE sql) of the tables that are
-    not Hermes' own, nor derived from them; a virtual table's shadow tables are copied with it, not apart."""
-    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
-                        "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
-    sql_of = {name: sql for kind, name, _t, sql in rows if kind == "table"}
-    virtual = {name for name, sql in sql_of.items() if _is_virtual(sql)}
-    shadows = {table: {n: sql_of[n] for n in _shadows_of(conn, table, sql_of)} for table in virtual}
-    shadowed = {n for found in shadows.values() for n in found}
-    return [(name, sql, [s for k, _n, t, s in rows if k == "index" and t == name], shadows.get(name, {}))
-            for name, sql in sql_of.items()
-            if name not in CANONICAL_TABLES and name not in shadowed and not name.startswith(_DERIVED_PREFIXES)]
-
-
-def _shadows_of(conn: sqlite3.Connection, table: str, sql_of: dict[str, str]) -> list[str]:
-    """The shadow tables of the virtual table `table`: as SQLite names them (PRAGMA table_list, 3.37+),
-    else by its module's suffixes (a real table that merely looks like one is then taken for one)."""
-    prefix = table + "_"
-    try:
-        kinds = {row[1]: row[2] for row in conn.execute("PRAGMA main.table_list")}
-    except sqlite3.DatabaseError:
-        kinds = {}
-    if kinds:
-        return [name for name in sql_of if name.startswith(prefix) and kinds.get(name) == "shadow"]
-    module = _MODULE.search(sql_of[table])
-    suffixes = _SHADOW_SUFFIXES.get(module.group(1).lower(), ()) if module else ()
-    return [name for name in sql_of if name.startswith(prefix) and name[len(prefix):] in suffixes]
-
-
-def _is_virtual(sql: str) -> bool:
-    return sql.lstrip()[:20].upper().replace(" ", "").startswith("CREATEVIRTUAL")
-
-
 @dataclass
 class _Read:
     sessions: TableRead
@@ -175,7 +115,7 @@ class _Read:
     session_columns: list[str]
     message_columns: list[str]
     known: dict[str, dict[int, Any]]  # what the sessions indexes still hold: column -> rowid -> value
-    others: list[_Other]
+    others: other_tables.Others
     sequence: int | None
     # Every message id the session index holds, read whole (None: it could not be): a gap between ids
     # that came back is a lost message only if the index names it, else a message deleted long ago.
@@ -199,24 +139,6 @@ def _warn_if_newer(source: Path, conn: sqlite3.Connection) -> None:
     refuse_newer(source, version, allow_newer=True)
 
 
-def _read_others(conn: sqlite3.Connection) -> list[_Other]:
-    out = []
-    for name, sql, index_sql, shadows in _other_tables(conn):
-        if shadows:  # a virtual table's data is its shadow tables' rows, copied as they are
-            out.append(_Other(name, sql, index_sql, [],
-                              {shadow: (create, _all_rows(conn, shadow)) for shadow, create in shadows.items()}))
-        else:
-            out.append(_Other(name, sql, index_sql, [] if _is_virtual(sql) else _all_rows(conn, name)))
-    return out
-
-
-def _all_rows(conn: sqlite3.Connection, table: str) -> list[tuple[Any, ...]] | None:
-    try:
-        return conn.execute(f'SELECT * FROM "{table}" NOT INDEXED').fetchall()
-    except sqlite3.DatabaseError:
-        return None
-
-
 def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
     conn = src.conn
     have = {t: {c for c, _d in table_info(conn, t)} for t in ("sessions", "messages")}
@@ -228,7 +150,8 @@ def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
              (("id", "sqlite_autoindex_sessions_1"), ("source", "idx_sessions_source"),
               ("started_at", "idx_sessions_started"))}
     return _Read(read_table(conn, "sessions", s_cols), read_table(conn, "messages", m_cols), s_cols, m_cols,
-                 known, _read_others(conn), _sequence(conn), indexed_rowids(conn, "messages", "idx_messages_session"))
+                 known, other_tables.read(conn), _sequence(conn),
+                 indexed_rowids(conn, "messages", "idx_messages_session"))
 
 
 def _columns_not_kept(conn: sqlite3.Connection, dest_columns: dict[str, list[str]]) -> list[str]:
@@ -268,8 +191,8 @@ def _read_by_pages(path: Path, dest_columns: dict[str, list[str]], report: Salva
     report.schema_unreadable = True
     report.rows_from_page_scan = len(found["sessions"].rows) + len(ids)
     empty: dict[str, dict[int, Any]] = {"id": {}, "source": {}, "started_at": {}}
-    return _Read(found["sessions"], found["messages"], dest_columns["sessions"], dest_columns["messages"], empty, [],
-                 None)
+    return _Read(found["sessions"], found["messages"], dest_columns["sessions"], dest_columns["messages"], empty,
+                 other_tables.Others([], []), None)
 
 
 def _from_pages(read: _Read, src: _Source, report: SalvageReport) -> None:
@@ -400,47 +323,6 @@ def _normalize(dest: sqlite3.Connection, report: SalvageReport) -> None:
     report.counters_recounted = len(wrong)
 
 
-def _write_others(dest: sqlite3.Connection, read: _Read, report: SalvageReport) -> None:
-    for other in read.others:
-        if other.rows is None or any(rows is None for _sql, rows in other.shadows.values()):
-            report.other_tables_lost.append(other.name)
-            continue
-        try:
-            _copy_other(dest, other, as_virtual=True)
-        except sqlite3.OperationalError as exc:  # a module or tokenizer this SQLite lacks, shadows of another shape
-            if is_io_error(exc) or not other.shadows:
-                raise
-            # the data kept: its shadow tables as plain tables, which that module reads again
-            _copy_other(dest, other, as_virtual=False)
-            report.other_tables_lost.append(other.name)
-            report.other_tables.extend(other.shadows)
-        else:
-            report.other_tables.append(other.name)
-
-
-def _copy_other(dest: sqlite3.Connection, other: _Other, as_virtual: bool) -> None:
-    """One other table into DEST, whole or not at all. `as_virtual`: created as it was (a virtual table
-    makes its own shadow tables, which then take the source's rows), else its shadow tables alone."""
-    dest.execute("SAVEPOINT other_table")
-    try:
-        if as_virtual:
-            dest.execute(other.sql)
-        tables = [(other.name, other.rows)] if as_virtual else []
-        for shadow, (create, rows) in other.shadows.items():
-            dest.execute(f'DELETE FROM "{shadow}"' if as_virtual else create)
-            tables.append((shadow, rows))
-        for table, rows in tables:
-            if rows:
-                dest.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
-        for statement in other.index_sql:
-            dest.execute(statement)
-    except BaseException:
-        dest.execute("ROLLBACK TO other_table")
-        dest.execute("RELEASE other_table")
-        raise
-    dest.execute("RELEASE other_table")
-
-
 def _sequence_floor(dest: sqlite3.Connection, read: _Read) -> None:
     """AUTOINCREMENT stays past every id ever handed out, the lost ones too."""
     highest = max([dest.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0], read.sequence or 0,
@@ -462,7 +344,7 @@ def _build(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: 
         _placeholders(dest, read, report)
         _normalize(dest, report)
     _sequence_floor(dest, read)
-    _write_others(dest, read, report)
+    other_tables.write(dest, read.others, report.other_tables, report.other_tables_lost)
     dest.execute("COMMIT")
     dest.execute(TRIGGERS[_INSERT_TRIGGER])
     fts.rebuild(dest)
@@ -474,7 +356,8 @@ def verify_rebuilt(dest: sqlite3.Connection, path: Path, report: SalvageReport, 
     problems = [row[0] for row in dest.execute("PRAGMA integrity_check")]
     if problems != ["ok"]:
         raise DamagedDatabaseError(path, f"the rebuilt file failed integrity_check: {problems[0]}")
-    if check_links and dest.execute("PRAGMA foreign_key_check").fetchall():
+    if check_links and any(dest.execute(f"PRAGMA foreign_key_check({table})").fetchall()
+                           for table in ("sessions", "messages")):  # Hermes' links, not another tool's
         raise DamagedDatabaseError(path, "the rebuilt file failed foreign_key_check")
     dest.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
     if dest.execute("SELECT COUNT(*) FROM messages").fetchone()[0] != report.messages_recovered:
