@@ -95,8 +95,8 @@ def _confirmer(yes: bool) -> Callable[[RestorePlan], None]:
             return
         if not maintenance.stdin_is_terminal():  # looked up at call time: tests stand in a terminal
             raise ConfirmationRequired("restore replaces the database: without a terminal to confirm on, pass --yes")
-        kept = f"; the current file is kept as {plan.aside}" if plan.aside else ""
-        if not click.confirm(f"Replace {plan.db} with {plan.backup}{kept}?", default=False, err=True):
+        if not click.confirm(f"Replace {plan.db} with {plan.backup}; the current file is kept as {plan.aside}?",
+                             default=False, err=True):
             fail("restore cancelled; nothing was changed", EXIT_PROBLEMS)
 
     return confirm

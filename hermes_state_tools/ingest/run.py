@@ -27,12 +27,11 @@ from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.worker import found_by, local_batches, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, retimed_notice, write_batch
-from hermes_state_tools.store.backup import schema_change_backed_up
+from hermes_state_tools.store.backup import changing_schema
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store
 from hermes_state_tools.store.opening import (
     open_read_connection,
-    refuse_long_rebuild_while_open,
     require_sound,
     require_supported,
     require_writable,
@@ -252,8 +251,7 @@ def open_target(db_path: Path, stats: ImportStats, proven: bool = False, what: s
     written; when the opening changes the schema, the file as it was is backed up first, and when it
     would rebuild the search index of a big file Hermes has open, `what` (the command) is refused.
     `proven`: what prepare_schema returned for this file."""
-    refuse_long_rebuild_while_open(db_path, what)
-    with schema_change_backed_up(db_path) as stats.backup:
+    with changing_schema(db_path, what) as stats.backup:
         return SessionDB(db_path, _proven=proven)
 
 

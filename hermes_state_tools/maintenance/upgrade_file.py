@@ -8,11 +8,10 @@ from pathlib import Path
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.store.backup import schema_change_backed_up, scratch_copy
+from hermes_state_tools.store.backup import changing_schema, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import (
     open_store,
-    refuse_long_rebuild_while_open,
     require_sound,
     require_writable,
 )
@@ -50,11 +49,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
             return _run_upgrade(copy, None, True)
     require_writable(path)  # a file this process cannot write gets no .bak and no -wal beside it
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
-    refuse_long_rebuild_while_open(path, "upgrade")
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
-    if not backup:
-        step(progress, "upgrading")
-        return _run_upgrade(path, None, False)
-    with schema_change_backed_up(path, progress) as backup_path:
+    with changing_schema(path, "upgrade", backup=backup, progress=progress) as backup_path:
         step(progress, "upgrading")
         return _run_upgrade(path, backup_path, False)

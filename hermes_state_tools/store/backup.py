@@ -16,7 +16,6 @@ from hermes_state_tools.core import paths, scratch
 from hermes_state_tools.core.connection import is_corrupt, is_io_error
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.core.schema import read_version
 from hermes_state_tools.errors import (
     BackupError,
     DamagedDatabaseError,
@@ -37,9 +36,11 @@ from hermes_state_tools.store.files import (
 )
 from hermes_state_tools.store.opening import (
     copy_as_is,
+    look_at_schema,
     map_open_error,
     open_read_connection,
     open_readonly,
+    refuse_long_lock_while_open,
     require_supported,
     schema_change_pending,
 )
@@ -164,38 +165,45 @@ def backup_if_schema_changes(path: Path, progress: Steps | None = None) -> str |
     the file will be written."""
     if not (path.exists() and path.stat().st_size) or not schema_change_pending(path):
         return None
+    return _backup_before_change(path, progress)
+
+
+def _backup_before_change(path: Path, progress: Steps | None) -> str:
     step(progress, "backup")
     return str(backup_database(path, timestamped_path(path)).path)
 
 
 @contextmanager
-def schema_change_backed_up(path: Path, progress: Steps | None = None) -> Iterator[str | None]:
-    """backup_if_schema_changes for the work in the `with` block (opening `path` as a store, upgrading
-    it); when that work fails before it committed a schema step (the lock turned it away, exit 75:
-    nothing was changed), the backup it no longer needs is removed. After a partial upgrade it stays."""
-    before = _schema_state(path)
-    backup = backup_if_schema_changes(path, progress)
+def changing_schema(path: Path, what: str, *, backup: bool = True,
+                    progress: Steps | None = None) -> Iterator[str | None]:
+    """The work in the `with` block opens `path` as a store (an upgrade, an import's first write), which
+    may change its schema; one look at it first decides:
+    - a change that recreates the search index of a big file Hermes has open is refused (75, as
+      rebuild-fts is: the rebuild holds the write lock longer than Hermes' appends wait);
+    - a change gets the verified backup first (unless not `backup`): what the block is given;
+    - when the block fails before it committed a step (the lock turned it away, exit 75: nothing was
+      changed), the backup it no longer needs is removed. After a partial upgrade it stays."""
+    if not (path.exists() and path.stat().st_size):
+        yield None
+        return
+    before = look_at_schema(path)
+    if before.rebuilds_index:
+        refuse_long_lock_while_open(path, f"{what} (it rebuilds the search index first)")
+    made = _backup_before_change(path, progress) if backup and before.pending else None
     try:
-        yield backup
+        yield made
     except BaseException:
-        if backup is not None and before is not None and _schema_state(path) == before:
-            Path(backup).unlink(missing_ok=True)
+        if made is not None and _state_now(path) == before.state:
+            Path(made).unlink(missing_ok=True)
         raise
 
 
-def _schema_state(path: Path) -> tuple[object, ...] | None:
-    """What every upgrade step changes in its transaction: the version row, or the schema itself (SQLite's
-    schema cookie counts each change of it). None when the file cannot be looked at."""
+def _state_now(path: Path) -> tuple[object, ...] | None:
+    """The schema state of a look (None when the file cannot be looked at: the backup then stays)."""
     try:
-        conn = open_read_connection(path)
-    except (HermesStateError, OSError):
+        return look_at_schema(path).state
+    except (HermesStateError, OSError, sqlite3.Error):
         return None
-    try:
-        return read_version(conn), conn.execute("PRAGMA schema_version").fetchone()[0]
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
 
 
 @contextmanager

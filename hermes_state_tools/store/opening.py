@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core import paths
@@ -319,21 +320,6 @@ def refuse_long_lock_while_open(path: Path, what: str) -> None:
                                  "time out; stop Hermes (the gateway) and run it again")
 
 
-def refuse_long_rebuild_while_open(path: Path, what: str) -> None:
-    """Opening an existing file to write, when its schema step would recreate the search index (a missing
-    trigger or FTS table) and fill it from every message in one transaction, as rebuild-fts does: on a
-    big file while Hermes has it open, its appends would time out meanwhile (75, before any backup)."""
-    if not path.exists() or not path.stat().st_size:
-        return
-    conn = open_read_connection(path)
-    try:
-        rebuilds = rebuilds_search_index(conn)
-    finally:
-        conn.close()
-    if rebuilds:
-        refuse_long_lock_while_open(path, f"{what} (it rebuilds the search index first)")
-
-
 @contextmanager
 def writing(path: Path, *, proven: bool = False,
             full: bool = False) -> Iterator[tuple[sqlite3.Connection, WriteRunner]]:
@@ -356,10 +342,28 @@ def writing(path: Path, *, proven: bool = False,
         conn.close()
 
 
+@dataclass(frozen=True)
+class SchemaLook:
+    """What opening an existing file as a store would do to its schema, from one read-only look."""
+
+    pending: bool  # an upgrade step or a structure repair is due
+    rebuilds_index: bool  # ... one that recreates the search index and fills it from every message
+    state: tuple[object, ...]  # the version row and SQLite's schema cookie: what every such step changes
+
+
+def look_at_schema(path: Path) -> SchemaLook:
+    """One read-only look at the file's schema (the file's own tables, not a read command's v6 views)."""
+    conn = open_read_connection(path)
+    try:
+        return SchemaLook(pending(conn), rebuilds_search_index(conn),
+                          (read_version(conn), conn.execute("PRAGMA schema_version").fetchone()[0]))
+    finally:
+        conn.close()
+
+
 def schema_change_pending(path: Path) -> bool:
     """True when opening `path` as a store would change its schema (an upgrade step or a repair is due)."""
-    with reading(path) as conn:
-        return pending(conn)
+    return look_at_schema(path).pending
 
 
 def open_writable(path: Path, lock: threading.RLock) -> tuple[sqlite3.Connection, WriteRunner]:

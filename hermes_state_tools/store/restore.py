@@ -27,7 +27,7 @@ class RestorePlan:
 
     db: Path
     backup: Path
-    aside: Path | None  # where the current file goes (None: there is none)
+    aside: Path  # where the current file goes
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] 
     the old one always kept under its pre-restore name once the swap began.
     """
     require_supported(backup)  # a missing, foreign or newer backup is refused before anything changes
-    _refuse_what_is_not_a_store(db)
-    if db.exists() and others_have_open(db):
+    _refuse_what_is_not_a_store(db)  # so there is a file in place
+    if others_have_open(db):
         raise DatabaseInUseError(f"{db}: another process has the database open; stop it (Hermes) and re-run restore")
-    plan = RestorePlan(db, backup, dated_name(db, "pre-restore") if db.exists() else None)
+    plan = RestorePlan(db, backup, dated_name(db, "pre-restore"))
     if confirm is not None:
         confirm(plan)  # raises to cancel
     remove_stale_temps(db.parent)
