@@ -63,3 +63,10 @@ def damaged_header_field(path: Path) -> str | None:
     if tuple(header[21:24]) != (64, 32, 32):
         return f"payload fractions {tuple(header[21:24])}"
     return None
+
+
+def only_header_damaged(path: Path) -> str | None:
+    """The damaged header field (damaged_header_field) when the pages past the header are SQLite's own
+    (page_size_of_pages finds them): SQLite calls the file 'not a database', recover reads its pages."""
+    field = damaged_header_field(path)
+    return field if field is not None and page_size_of_pages(path) else None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
-from hermes_state_tools.core.file_header import damaged_header_field, page_size_of_pages
+from hermes_state_tools.core.file_header import only_header_damaged
 from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, TABLE_COLUMNS, TRIGGERS, create_schema, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
 from hermes_state_tools.maintenance import other_tables, page_scan
@@ -434,7 +434,7 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
             src = _past_damage(source, src, workdir, hidden, report)
     except sqlite3.DatabaseError as exc:
         # corrupt, no header at all, or a header field no SQLite writes (SQLite: "not a database")
-        if exact or not (is_corrupt(exc) or not looks_like_sqlite(source) or _header_only_damaged(source)):
+        if exact or not (is_corrupt(exc) or not looks_like_sqlite(source) or only_header_damaged(source)):
             raise
         return _rebuild_from_pages(source, tmp, report)
     try:
@@ -462,10 +462,6 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
     finally:
         _close(src)
     return report
-
-
-def _header_only_damaged(path: Path) -> bool:
-    return damaged_header_field(path) is not None and page_size_of_pages(path) is not None
 
 
 HERMES_OBJECTS = frozenset({FTS_TABLE, "schema_version", *TRIGGERS, *(index.name for index in INDEXES)})

@@ -24,7 +24,7 @@ from hermes_state_tools.core.connection import (
     result_code,
     retry_on_lock,
 )
-from hermes_state_tools.core.file_header import damaged_header_field, page_size_of_pages
+from hermes_state_tools.core.file_header import only_header_damaged, page_size_of_pages
 from hermes_state_tools.core.schema import SCHEMA_VERSION, TABLE_COLUMNS, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
@@ -60,7 +60,7 @@ def require_database_file(path: Path) -> None:
         if page_size_of_pages(path):  # its pages are SQLite's: the header (page 1) was destroyed
             raise DamagedDatabaseError(path, "the first page, with the SQLite header, is destroyed")
         raise NotAHermesDatabaseError(f"{path}: not an SQLite database")
-    if (field := damaged_header_field(path)) is not None and page_size_of_pages(path):
+    if (field := only_header_damaged(path)) is not None:
         # SQLite would say "not a database", yet the pages past the header are its own
         raise DamagedDatabaseError(path, f"the SQLite header on page 1 is damaged ({field})")
 
