@@ -117,8 +117,7 @@ def _index_batch(conn: sqlite3.Connection, after: int) -> tuple[int, int] | None
     return len(docs), rows[-1][0]
 
 
-def _drop_deleted(conn: sqlite3.Connection) -> int:
-    _ensure(conn)
+def _drop_deleted(conn: sqlite3.Connection) -> int:  # (after a batch, which made the tables)
     dropped: int = conn.execute(f"DELETE FROM {TRIGRAM_TABLE} WHERE rowid NOT IN (SELECT id FROM messages)").rowcount
     return dropped
 
