@@ -14,14 +14,13 @@ class NotAHermesDatabaseError(HermesStateError):
 
 
 class SchemaTooNewError(HermesStateError):
-    """The database was written by a newer Hermes schema than this library knows; it was not touched."""
+    """The database has a layout this tool does not know (a later Hermes than its facts reach, or a
+    fork's); it was not touched."""
 
-    def __init__(self, path: object, version: int, supported: int) -> None:
+    def __init__(self, path: object, version: int, supported: int, because: str | None = None) -> None:
         self.path, self.version, self.supported = path, version, supported
-        super().__init__(
-            f"{path}: schema version {version} is newer than this tool supports ({supported}); "
-            "the file was not changed — upgrade hermes-state-tools"
-        )
+        why = because or f"schema version {version} is newer than the newest layout this tool knows ({supported})"
+        super().__init__(f"{path}: {why}; the file was not changed — upgrade hermes-state-tools")
 
 
 class DatabaseLockedError(HermesStateError, sqlite3.OperationalError):

@@ -14,6 +14,7 @@ from datetime import tzinfo
 from typing import Any
 
 from hermes_state_tools.core.export_format import FORMAT, JSON_COLUMNS, is_export_record
+from hermes_state_tools.core.layouts import carry_later_columns
 from hermes_state_tools.core.records import (
     FOREIGN_ROLES,
     FOREIGN_ROWS_KEY,
@@ -38,12 +39,14 @@ def as_export_record(value: dict[str, Any]) -> dict[str, Any]:
     """A Hermes export line in this project's export shape: message ids dropped (they are the other
     database's), columns this schema lacks (a newer Hermes) kept as extra data."""
     session = {k: v for k, v in value.items() if k != "messages"}
-    extra = {k: session.pop(k) for k in list(session) if k != "id" and k not in _COLUMN_TYPES}
+    extra = carry_later_columns("sessions", session, {})
+    extra.update({k: session.pop(k) for k in list(session) if k != "id" and k not in _COLUMN_TYPES})
     messages = []
     for row in value["messages"]:
         if isinstance(row, dict):
             row = {k: v for k, v in row.items() if k not in ("id", "session_id")}
-            row["extra"] = {k: row.pop(k) for k in list(row) if k not in _MESSAGE_KEYS}
+            kept = carry_later_columns("messages", row, {})
+            row["extra"] = {**kept, **{k: row.pop(k) for k in list(row) if k not in _MESSAGE_KEYS}}
         messages.append(row)
     return {"format": FORMAT, "session": session, "extra": extra, "messages": messages}
 
@@ -84,9 +87,10 @@ def _read_record(item: JsonLine, file: str, tz: tzinfo | None) -> Iterator[Legac
         if message is not None:
             messages.append(message)
     extra = dict(extra) if isinstance(extra, dict) else {}
+    fields = {key: column for key, column in session.items() if key != "id"}
+    extra = carry_later_columns("sessions", fields, extra)
     if foreign:  # rows that are no message (session_meta rows an export of such a database holds)
         extra.setdefault(FOREIGN_ROWS_KEY, foreign)
-    fields = {key: column for key, column in session.items() if key != "id"}
     for key in [k for k, v in fields.items() if not _fits_column(k, v)]:
         extra[f"original_{key}"] = fields.pop(key)
         yield Problem(file, item.number, "wrong_type",
@@ -124,7 +128,8 @@ def _read_message(row: Any, where: Where, tz: tzinfo | None) -> tuple[LegacyMess
     # A JSON column written as text is the text another program stored: it is stored back as it is.
     stored_text = {key: row[key] for key in JSON_COLUMNS if isinstance(row.get(key), str)}
     columns = {key: value for key, value in row.items() if key != "extra" and key not in stored_text}
-    message, problems = normalise_message(columns, where, tz, extra=row["extra"])
+    message, problems = normalise_message(columns, where, tz,
+                                          extra=carry_later_columns("messages", columns, row["extra"]))
     if message is not None:
         for key, text in stored_text.items():
             setattr(message, key, text)

@@ -174,10 +174,10 @@ def trap_no_indexes() -> sqlite3.Connection:
     return conn
 
 
-def trap_version_7() -> sqlite3.Connection:
+def trap_version_31() -> sqlite3.Connection:
     conn = create(6)
     conn.execute("ALTER TABLE messages ADD COLUMN reasoning_content TEXT")
-    conn.execute("UPDATE schema_version SET version = 7")
+    conn.execute("UPDATE schema_version SET version = 31")
     return conn
 
 
@@ -197,7 +197,7 @@ FIXTURES: dict[str, Callable[[], sqlite3.Connection]] = {
     "trap_no_fts": trap_no_fts,
     "trap_no_triggers": trap_no_triggers,
     "trap_no_indexes": trap_no_indexes,
-    "trap_version_7": trap_version_7,
+    "trap_version_31": trap_version_31,
     "trap_interrupted_upgrade": trap_interrupted_upgrade,
 }
 

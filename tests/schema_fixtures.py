@@ -10,7 +10,7 @@ from hermes_state_tools.store.sqldump import load_sql, table_rows
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "schema"
 MANIFEST = json.loads((FIXTURE_DIR / "manifest.json").read_text("utf-8"))
-UPGRADABLE = sorted(name for name in MANIFEST if name != "trap_version_7")
+UPGRADABLE = sorted(name for name in MANIFEST if name != "trap_version_31")
 
 
 def load_fixture(name: str, dest_dir: Path) -> Path:

@@ -69,7 +69,7 @@ def test_browse_refuses_a_missing_file_before_starting_anything(tmp_path: Path) 
 
 def test_a_file_of_a_newer_schema_is_served_read_only_like_any_other(tmp_path: Path) -> None:
     """browse only reads: a newer Hermes' file is served (the newer-schema rule refuses only writes)."""
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = path.read_bytes()
     command = datasette_command(path, tmp_path / "m.json", 8001)
     assert str(path) in command and "--host" in command

@@ -194,7 +194,7 @@ def test_export_refuses_what_is_not_a_usable_database(tmp_path, kind):
     elif kind == "not-sqlite":
         path.write_bytes(b"hello" * 100)
     elif kind == "v7":
-        path = load_fixture("trap_version_7", tmp_path)
+        path = load_fixture("trap_version_31", tmp_path)
     before = path.read_bytes() if path.exists() else None
     result = cli("--db", path, "export")
     if kind == "v7":  # a newer schema is read (its v6 columns), with one warning line

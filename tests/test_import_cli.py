@@ -215,11 +215,11 @@ def test_a_zero_byte_database_file_becomes_a_new_database(db_path):
 
 @pytest.mark.parametrize("options", [[], ["--dry-run"]])
 def test_a_newer_schema_is_refused_and_left_unchanged(tmp_path, options):
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = sha256(path)
     result = cli("--db", path, "import-jsonl", LEGACY_HOME, *options, "--no-progress")
     assert result.exit_code == 3
-    assert len(result.stderr.splitlines()) == 1 and "version 7" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "version 31" in result.stderr
     assert sha256(path) == before and not path.with_name(path.name + "-wal").exists()
 
 
@@ -249,7 +249,7 @@ def test_an_empty_folder_against_an_older_schema_takes_no_backup_and_changes_not
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", path.name]
 
 
-@pytest.mark.parametrize("fixture, code, says", [("trap_version_7", 3, "version 7"), (None, 2, "no Hermes schema")])
+@pytest.mark.parametrize("fixture, code, says", [("trap_version_31", 3, "version 31"), (None, 2, "no Hermes schema")])
 def test_an_empty_folder_against_a_refused_file_is_still_refused(tmp_path, fixture, code, says):
     if fixture is None:
         path = tmp_path / "other.db"

@@ -14,6 +14,7 @@ PACKAGE = "hermes_state_tools"
 BASE = {"errors", "core"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "layouts": set(),  # data: the SQL of each Hermes layout (core/layouts.py reads it)
     "core": {"errors"},
     "importers": BASE,
     "tables": BASE,

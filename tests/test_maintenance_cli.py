@@ -77,22 +77,22 @@ READING = {"check", "check --quick", "backup", "sessions list", "sessions show",
 
 @pytest.mark.parametrize("name", sorted(set(COMMANDS) - READING))
 def test_a_newer_schema_is_exit_3_and_left_unchanged(tmp_path, name):
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = sha256(path)
     result = cli("--db", path, *args_for(name, tmp_path), "--no-progress")
     assert result.exit_code == 3
-    assert len(result.stderr.splitlines()) == 1 and "version 7" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "version 31" in result.stderr
     assert sha256(path) == before and not path.with_name(path.name + "-wal").exists()
     assert not (tmp_path / "copy.db").exists()
 
 
 @pytest.mark.parametrize("name", sorted(READING - {"prune --dry-run", "sessions show", "sessions lineage"}))
 def test_a_newer_schema_is_read_with_one_warning_and_left_unchanged(tmp_path, name):
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir()), sha256(path)
     result = cli("--db", path, *args_for(name, tmp_path), "--no-progress", "--json")
     assert result.exit_code in (0, 1), result.stderr  # check may find problems in the fixture
-    assert result.stderr.count("warning") == 1 and "version 7" in result.stderr
+    assert result.stderr.count("warning") == 1 and "version 31" in result.stderr
     assert json.loads(result.stdout)["schema_newer"] is True
     after = sorted(p.name for p in tmp_path.iterdir() if p.name != "copy.db"), sha256(path)
     assert after == before
@@ -430,7 +430,7 @@ def test_exit_codes_in_real_processes(tmp_path, healthy):
     assert done.returncode == 1 and json.loads(done.stdout)["problems"][0]["kind"] == "lineage_cycle"
     missing = run("--db", tmp_path / "missing.db", "sessions", "stats")
     assert (missing.returncode, missing.stdout, len(missing.stderr.splitlines())) == (2, "", 1)
-    newer = run("--db", load_fixture("trap_version_7", tmp_path), "maintain")
+    newer = run("--db", load_fixture("trap_version_31", tmp_path), "maintain")
     assert newer.returncode == 3 and "Traceback" not in newer.stderr
     refused = run("--db", healthy, "prune", "--older-than", "1")
     assert refused.returncode == 2 and refused.stdout == "" and "--yes" in refused.stderr

@@ -58,7 +58,7 @@ def test_a_second_merge_adds_nothing_and_other_keeps_every_byte(tmp_path):
     assert query(ours, "SELECT source, model FROM sessions WHERE id = 'b'") == [{"source": "discord", "model": "x/y"}]
 
 
-@pytest.mark.parametrize("name", ["v1", "v3", "v5", "v6", "trap_version_7"])
+@pytest.mark.parametrize("name", ["v1", "v3", "v5", "v6", "trap_version_31"])
 def test_every_schema_version_merges_whole(tmp_path, name):
     other = load_fixture(name, tmp_path)
     before = file_digests(other)
@@ -121,7 +121,7 @@ def test_a_newer_schemas_unknown_columns_are_kept_as_extra_data(tmp_path):
     conn.execute("ALTER TABLE sessions ADD COLUMN display_kind TEXT")
     conn.execute("UPDATE messages SET api_content = 'as sent'")
     conn.execute("UPDATE sessions SET display_kind = 'chat'")
-    conn.execute("UPDATE schema_version SET version = 7")
+    conn.execute("UPDATE schema_version SET version = 31")
     conn.commit()
     conn.close()
     code, doc = merge_json(tmp_path / "state.db", other)

@@ -152,13 +152,13 @@ WRITING = [["upgrade"], ["vacuum"], ["repair"], ["rebuild-fts"], ["maintain"], [
 
 
 def test_a_newer_schema_is_read_by_every_read_command_with_one_warning(tmp_path):
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = listing(tmp_path), sha256(path)
     for args in [["status"], ["check"], ["export"], ["sessions", "list"], ["sessions", "stats"]]:
         as_json = [] if args == ["export"] else ["--json"]
         result = cli("--db", path, *args, *as_json)
         assert result.exit_code in (0, 1), (args, result.stderr)
-        assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 7" in result.stderr
+        assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 31" in result.stderr
         if as_json:
             assert json.loads(result.stdout)["schema_newer"] is True
     doc = json.loads(cli("--db", path, "check", "--json").stdout)
@@ -168,12 +168,12 @@ def test_a_newer_schema_is_read_by_every_read_command_with_one_warning(tmp_path)
 
 def test_recover_of_a_newer_schema_says_it_keeps_only_the_v6_columns(tmp_path):
     # It said "everything came back" with no word that the v6 file leaves the v7 columns behind.
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = sha256(path)
     out = tmp_path / "out"
     out.mkdir()
     result = cli("--db", path, "recover", out / "v6.db", "--json")
-    assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 7" in result.stderr
+    assert result.stderr.count("\n") == 1 and "warning" in result.stderr and "version 31" in result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema_newer"] is True and sha256(path) == before
     # The v7 column the v6 file cannot hold is named, and the recovery is not called complete (exit 1).
@@ -230,7 +230,7 @@ def rows_of(path: Path, sql: str) -> list[tuple[object, ...]]:
 
 @pytest.mark.parametrize("args", WRITING, ids=lambda a: str(a[0]))
 def test_a_newer_schema_is_never_written(tmp_path, args):
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = listing(tmp_path), sha256(path)
     result = cli("--db", path, *args, "--no-progress")
     assert result.exit_code == 3 and len(result.stderr.splitlines()) == 1

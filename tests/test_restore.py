@@ -64,7 +64,7 @@ def test_restore_asks_on_a_terminal(tmp_path, monkeypatch):
 def test_a_damaged_or_newer_backup_is_refused_and_nothing_changes(tmp_path):
     db, backup = _two(tmp_path)
     damage(backup, "messages")
-    newer = load_fixture("trap_version_7", tmp_path)
+    newer = load_fixture("trap_version_31", tmp_path)
     before = listing(tmp_path), sha256(db)
     assert cli("--db", db, "restore", backup, "--yes").exit_code == 65
     assert cli("--db", db, "restore", newer, "--yes").exit_code == 3
@@ -73,7 +73,7 @@ def test_a_damaged_or_newer_backup_is_refused_and_nothing_changes(tmp_path):
 
 def test_restore_onto_a_file_a_newer_hermes_wrote_is_exit_3_and_changes_nothing(tmp_path):
     _db, backup = _two(tmp_path)
-    newer = load_fixture("trap_version_7", tmp_path)
+    newer = load_fixture("trap_version_31", tmp_path)
     before = listing(tmp_path), sha256(newer)
     result = cli("--db", newer, "restore", backup, "--yes")
     assert result.exit_code == 3 and "newer" in result.output

@@ -156,7 +156,7 @@ conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
 conn.execute("PRAGMA wal_autocheckpoint=0")
 conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-conn.execute("INSERT INTO schema_version VALUES (7)")
+conn.execute("INSERT INTO schema_version VALUES (31)")
 conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, started_at REAL NOT NULL, "
              "personality TEXT)")
 conn.execute("INSERT INTO sessions VALUES ('s1', 'cli', 1.0, 'kind')")

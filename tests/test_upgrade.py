@@ -28,7 +28,7 @@ from tests.schema_fixtures import MANIFEST, UPGRADABLE, load_fixture, rows_by_ke
 EXPECTED_DETECTED = {
     **{f"v{v}": v for v in range(1, 7)},
     "trap_no_version_table": 4, "trap_empty_version": 5, "trap_duplicate_titles": 3, "trap_no_fts": 2,
-    "trap_no_triggers": 6, "trap_no_indexes": 6, "trap_version_7": 6, "trap_interrupted_upgrade": 3,
+    "trap_no_triggers": 6, "trap_no_indexes": 6, "trap_version_31": 6, "trap_interrupted_upgrade": 3,
 }
 
 
@@ -168,9 +168,9 @@ def test_missing_fts_and_triggers_are_rebuilt(tmp_path: Path) -> None:
 
 
 def test_newer_schema_is_refused_and_untouched(tmp_path: Path) -> None:
-    path = load_fixture("trap_version_7", tmp_path)
+    path = load_fixture("trap_version_31", tmp_path)
     before = sorted(os.listdir(tmp_path)), _sha(path)
-    with pytest.raises(SchemaTooNewError, match="schema version 7"):
+    with pytest.raises(SchemaTooNewError, match="schema version 31"):
         SessionDB(path)
     result = CliRunner().invoke(main, ["--db", str(path), "upgrade", "--json"])
     assert result.exit_code == 3

@@ -62,6 +62,8 @@ _KINDS = (
     # Writing
     ProblemKind("not_stored", True, "a session could not be written; nothing of it was stored"),
     ProblemKind("title_renamed", False, "a title already taken got a ' #N' suffix"),
+    ProblemKind("kept_in_extra", False,
+                "values of a later Hermes' columns this database has not, kept in the extra data"),
     ProblemKind("retimed", False, "timestamps were moved to keep a session's messages in order"),
     ProblemKind("missing_parent", False, "a parent session named by a file does not exist; the link was dropped"),
     ProblemKind("parent_cycle", False, "parent links formed a cycle; one link was dropped"),

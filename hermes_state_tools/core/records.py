@@ -29,6 +29,10 @@ FOREIGN_ROLES = ("session_meta",)
 # call elsewhere does not share.
 GENERATED_CALL_PREFIX = "sharegpt_"
 FOREIGN_ROWS_KEY = "foreign_rows"
+# Where a record carries the values of a later Hermes' columns (core/layouts.py's later_columns) that
+# its file held: an export of such a file, or another state.db merged in. The writer moves each into
+# its column where the database has it, and leaves the rest in the extra data.
+HERMES_COLUMNS_KEY = "hermes_columns"
 
 
 @dataclass(frozen=True)

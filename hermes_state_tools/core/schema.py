@@ -10,12 +10,15 @@ import sqlite3
 from dataclasses import dataclass
 
 SCHEMA_VERSION = 6
+# The newest schema version whose layout this tool has from Hermes' own code (core/layouts.py).
+NEWEST_KNOWN = 17
 
 
 def is_newer(version: int | None) -> bool:
-    """True for a file written by a newer Hermes: a stored schema version above the one this tool
-    knows. What follows from it (refused for writing, read with a warning) is store/opening.py's
-    refuse_newer; the upgrade never lowers such a version (upgrade/steps.py)."""
+    """True for a file written by a later Hermes: a stored schema version above 6. Whether this tool
+    knows its layout (and so writes it in that layout's form) is core/layouts.py's read_layout; a file of
+    no known layout is refused for writing and read with a warning (store/opening.py's refuse_newer);
+    the upgrade never lowers such a version (upgrade/steps.py)."""
     return version is not None and version > SCHEMA_VERSION
 
 

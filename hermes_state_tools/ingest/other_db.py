@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
+from hermes_state_tools.core.layouts import carry_later_columns
 from hermes_state_tools.core.records import (
     FOREIGN_ROLES,
     FOREIGN_ROWS_KEY,
@@ -46,9 +47,9 @@ def read_session(conn: sqlite3.Connection, session_id: str, file: str) -> tuple[
     where = f"{file} session {session_id}"
     problems: list[Problem] = []
     fields = {k: v for k, v in stored.items() if k in SESSION_FIELDS and k != "id" and v is not None}
-    session_extra: dict[str, Any] = {f"other_db_{k}": v for k, v in stored.items() if k not in SESSION_FIELDS}
-    if extras.present(conn):
-        session_extra.update(extras.session_extra(conn, session_id))
+    session_extra = extras.session_extra(conn, session_id) if extras.present(conn) else {}
+    session_extra = carry_later_columns("sessions", stored, session_extra)
+    session_extra.update({f"other_db_{k}": v for k, v in stored.items() if k not in SESSION_FIELDS})
     if not isinstance(fields.get("source"), str) or not fields["source"]:
         fields["source"] = "unknown"
     messages, foreign = _messages(conn, session_id, where, problems)
@@ -64,7 +65,8 @@ def _messages(conn: sqlite3.Connection, session_id: str, where: str,
     columns = [c for c in MESSAGE_FIELDS if c in present and c != "session_id"]
     if "id" not in columns:
         columns.insert(0, "id")
-    # A newer schema's columns this tool does not know are kept as the message's extra data.
+    # A later Hermes' columns are carried to the same columns here, where this file has them; columns no
+    # layout this tool knows has are kept as the message's extra data.
     unknown = sorted(present - set(MESSAGE_FIELDS) - {"session_id"})
     columns += unknown
     kept = extras.message_extras(conn, session_id) if extras.present(conn) else {}
@@ -75,6 +77,7 @@ def _messages(conn: sqlite3.Connection, session_id: str, where: str,
     for values in cursor:
         row = dict(zip(columns, values, strict=True))
         extra = dict(kept[row["id"]]) if isinstance(kept.get(row["id"]), dict) else {}
+        extra = carry_later_columns("messages", row, extra)
         extra.update({f"other_db_{c}": row.pop(c) for c in unknown if row.get(c) is not None})
         for c in unknown:
             row.pop(c, None)

@@ -10,13 +10,13 @@ rolls back rows, index and trigger together.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, is_lock_error
+from hermes_state_tools.core.layouts import FileLayout, SearchIndex, normalized, read_layout
 from hermes_state_tools.core.records import Problem
-from hermes_state_tools.core.schema import TRIGGERS
 from hermes_state_tools.core.surrogates import without_surrogates
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.ingest.existing import fingerprint
@@ -24,12 +24,11 @@ from hermes_state_tools.ingest.merge_copies import MASKED_KEY
 from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
 from hermes_state_tools.ingest.session_row import IMPORTED_END_REASON
 from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
-from hermes_state_tools.tables import counters, extras, foreign_rows, lineage, titles
+from hermes_state_tools.tables import counters, extras, foreign_rows, later_columns, lineage, titles
 
 if TYPE_CHECKING:
     from hermes_state_tools.ingest.prepare import Prepared, Shell, StagedCreates
 
-_INSERT_TRIGGER = "messages_fts_insert"
 
 
 class _StagedRun:
@@ -358,24 +357,45 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
     if created:
         # Extra data left by sessions deleted since (Hermes knows no hst_ tables) is stale.
         extras.delete_for_sessions(conn, ",".join("?" * len(created)), created)
-    has_trigger = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_INSERT_TRIGGER,)
-    ).fetchone() is not None
-    if has_trigger:
-        conn.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")
+    layout = read_layout(conn)
+    deferred = _deferred_indexing(conn, layout)
+    for _index, name, _ in deferred:
+        conn.execute(f"DROP TRIGGER {name}")
     writer = _BatchWriter(conn)
     for item in batch:
         writer.add(item)
     if block is not None:
         writer.add_block(block)
     result = writer.finish()
-    if has_trigger:
-        conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE id >= ?",
-                     (writer.first_id,))
-        conn.execute(TRIGGERS[_INSERT_TRIGGER])
+    for index, _, sql in deferred:
+        index.index_from(conn, writer.first_id)
+        conn.execute(sql)
+    kept = later_columns.settle(conn, layout, writer.first_id, created)
     counters.recount(conn, writer.recount)
     _end_imported_at_their_last_message(conn, writer.extended)
-    return result
+    return _with_notices(result, kept)
+
+
+def _with_notices(result: BatchResult, notices: dict[str, Problem]) -> BatchResult:
+    """The batch's result with each session's notice (values kept in the extra data) added to it."""
+    if not notices:
+        return result
+    written = tuple(replace(w, problems=(*w.problems, notices[w.session_id])) if w.session_id in notices else w
+                    for w in result.written)
+    return BatchResult(written, result.stale)
+
+
+def _deferred_indexing(conn: sqlite3.Connection, layout: FileLayout) -> list[tuple[SearchIndex, str, str]]:
+    """The search indexes a batch indexes in one pass after its rows are in, with the insert trigger it
+    drops meanwhile and puts back as the file had it: those whose trigger is the layout's own (a trigger
+    of any other body keeps firing row by row, as it would for Hermes)."""
+    stored = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall())
+    deferred = []
+    for index in layout.search:
+        name, sql = next(((n, q) for n, q in index.triggers if n.endswith("_insert")), ("", ""))
+        if name in stored and normalized(stored[name]) == normalized(sql):
+            deferred.append((index, name, stored[name]))
+    return deferred
 
 
 def _end_imported_at_their_last_message(conn: sqlite3.Connection, session_ids: list[str]) -> None:

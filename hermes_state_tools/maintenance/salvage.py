@@ -134,9 +134,9 @@ def _warn_if_newer(source: Path, conn: sqlite3.Connection) -> None:
     """A newer schema is read like every read command reads it: the one warning line (store/opening)."""
     try:
         version = read_version(conn)
-    except sqlite3.DatabaseError:
-        return  # a damaged version table: the rows are still read
-    refuse_newer(source, version, allow_newer=True)
+        refuse_newer(source, conn, version, allow_newer=True)
+    except (sqlite3.DatabaseError, DamagedDatabaseError):
+        return  # a damaged version table or schema: the rows are still read
 
 
 def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:

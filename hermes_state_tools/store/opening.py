@@ -25,7 +25,8 @@ from hermes_state_tools.core.connection import (
     retry_on_lock,
 )
 from hermes_state_tools.core.file_header import only_header_damaged, page_size_of_pages
-from hermes_state_tools.core.schema import SCHEMA_VERSION, TABLE_COLUMNS, is_newer, object_names, read_version
+from hermes_state_tools.core.layouts import read_layout
+from hermes_state_tools.core.schema import NEWEST_KNOWN, TABLE_COLUMNS, is_newer, object_names, read_version
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
     DatabaseInUseError,
@@ -126,16 +127,24 @@ def on_newer_schema(listener: Callable[[Path, int], None] | None) -> None:
     _newer_schema_listener = listener
 
 
-def refuse_newer(path: Path, version: int | None, *, allow_newer: bool = False) -> None:
-    """The newer-schema rule: a file written by a newer Hermes is never written by this tool.
+def refuse_newer(path: Path, conn: sqlite3.Connection, version: int | None, *, allow_newer: bool = False) -> None:
+    """The newer-schema rule: a file of a layout this tool does not know (a later Hermes than its facts
+    reach, or a fork's) is never written by this tool. A later Hermes' layout it knows is written in
+    that layout's own form (core/layouts.py).
 
-    Reading it is allowed where the caller says so (`allow_newer`): every later schema keeps the
-    v6 columns, which is all a read command uses; the listener is told once per file.
+    Reading an unknown layout is allowed where the caller says so (`allow_newer`), through the v6
+    columns every later schema keeps; the listener is told once per file.
     """
     if version is None or not is_newer(version):
         return
+    try:
+        file = read_layout(conn)
+    except sqlite3.DatabaseError as exc:
+        raise map_open_error(path, exc) from exc
+    if file.known:
+        return
     if not allow_newer:
-        raise SchemaTooNewError(path, version, SCHEMA_VERSION)
+        raise SchemaTooNewError(path, version, NEWEST_KNOWN, file.unknown_because)
     if _newer_schema_listener is not None:
         _newer_schema_listener(path, version)
 
@@ -166,7 +175,7 @@ def _look(path: Path, allow_newer: bool, tolerant_version: bool,
     conn = open_read_connection(path, stable=stable)
     try:
         version = _stored_version(path, conn, tolerant_version)
-        refuse_newer(path, version, allow_newer=allow_newer)
+        refuse_newer(path, conn, version, allow_newer=allow_newer)
         if hermes:
             _hermes_tables_present(path, conn)
     except BaseException:
@@ -212,18 +221,19 @@ def reading(path: Path, allow_newer: bool = False, stable: bool = False) -> Iter
     of the file for a long read (read_open.open_for_reading)."""
     conn, version = open_hermes(path, allow_newer, stable=stable)
     try:
-        as_version_6(conn, is_newer(version))
+        as_version_6(conn, is_newer(version) and not read_layout(conn).known)
         yield conn
     finally:
         conn.close()
 
 
 def as_version_6(conn: sqlite3.Connection, newer: bool) -> None:
-    """Make this read connection see `sessions` and `messages` with the version 6 columns, where the
-    file's differ: temp views of those names, which SQLite resolves before the file's own tables. An
-    older file's missing columns read as NULL (a v1 file has no title); a `newer` Hermes' tables are
-    read through the v6 columns they keep and no other, as the warning line says. Columns another
-    tool added to a v6 or older file stay."""
+    """Make this read connection see `sessions` and `messages` with at least the version 6 columns,
+    where the file's differ: temp views of those names, which SQLite resolves before the file's own
+    tables. An older file's missing columns read as NULL (a v1 file has no title); the tables of a
+    `newer` layout this tool does not know are read through the v6 columns they keep and no other, as
+    the warning line says. Every other column (a later Hermes' layout this tool knows, or another
+    tool's) stays."""
     for table, columns in TABLE_COLUMNS.items():
         have = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
         wanted = [column.name for column in columns]

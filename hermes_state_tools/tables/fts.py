@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from typing import NamedTuple
 
-from hermes_state_tools.core.schema import FTS_TABLE, FTS_TABLE_SQL, TRIGGERS, object_names
+from hermes_state_tools.core.layouts import SearchIndex, read_layout
+from hermes_state_tools.core.schema import FTS_TABLE, object_names
 
 
 class Index(NamedTuple):
@@ -26,29 +27,47 @@ def text_index(conn: sqlite3.Connection) -> Index:
     return Index(names.index("content"), True)
 
 
+def search_indexes(conn: sqlite3.Connection) -> tuple[SearchIndex, ...]:
+    """The search indexes of the file's own layout (core/layouts.py): v6's one external-content table,
+    or a later Hermes' tables (its trigram index, its inline text) in that layout's own form."""
+    return read_layout(conn).search
+
+
 def missing_objects(conn: sqlite3.Connection) -> list[str]:
-    """'table messages_fts' and 'trigger <name>' for each FTS object the file lacks."""
-    missing = [] if FTS_TABLE in object_names(conn, "table") else [f"table {FTS_TABLE}"]
-    triggers = object_names(conn, "trigger")
-    return missing + [f"trigger {name}" for name in TRIGGERS if name not in triggers]
+    """'table <name>' and 'trigger <name>' for each FTS object of the file's layout it lacks."""
+    tables, triggers = object_names(conn, "table"), object_names(conn, "trigger")
+    missing = []
+    for index in search_indexes(conn):
+        missing += [] if index.name in tables else [f"table {index.name}"]
+        missing += [f"trigger {name}" for name, _ in index.triggers if name not in triggers]
+    return missing
 
 
 def recreate(conn: sqlite3.Connection) -> None:
-    """Create whatever FTS table or trigger is missing, then rebuild the index from `messages`."""
-    conn.execute(FTS_TABLE_SQL)
-    for sql in TRIGGERS.values():
-        conn.execute(sql)
+    """Create whatever FTS table or trigger is missing, in the file's own layout's form, then rebuild the
+    indexes from `messages`."""
+    tables, triggers = object_names(conn, "table"), object_names(conn, "trigger")
+    for index in search_indexes(conn):
+        if index.name not in tables:
+            conn.execute(index.sql)
+        for name, sql in index.triggers:
+            if name not in triggers:
+                conn.execute(sql)
     rebuild(conn)
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
-    """Rebuild `messages_fts` from the `messages` table (external-content 'rebuild' command)."""
-    conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+    """Rebuild every search index of the file's layout from the `messages` table."""
+    for index in search_indexes(conn):
+        index.rebuild(conn)
 
 
 def optimize(conn: sqlite3.Connection) -> None:
-    """Merge the FTS index b-trees into one (faster queries, smaller file)."""
-    conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+    """Merge each search index's b-trees into one (faster queries, smaller file)."""
+    tables = object_names(conn, "table")
+    for index in search_indexes(conn):
+        if index.name in tables:
+            index.optimize(conn)
 
 
 # FTS5 merges the segments of a level once it holds this many ('automerge', 4 by default). At 16 a

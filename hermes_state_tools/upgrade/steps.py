@@ -11,8 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from hermes_state_tools.core.layouts import FileLayout, read_layout
 from hermes_state_tools.core.schema import (
     INDEXES,
+    NEWEST_KNOWN,
     SCHEMA_VERSION,
     TABLE_COLUMNS,
     columns_at,
@@ -120,54 +122,76 @@ def create_fresh(conn: sqlite3.Connection) -> UpgradeReport:
 
 
 def missing_structure(conn: sqlite3.Connection) -> list[str]:
-    """Names of v6 columns, indexes, the FTS table and triggers this file lacks."""
+    """Names of the columns, indexes, FTS tables and triggers of the file's layout it lacks. A later
+    Hermes' file is never given columns (that Hermes adds its own): only its indexes and search
+    objects, in its own form."""
+    later = later_layout(conn)
+    indexes = object_names(conn, "index")
+    if later is not None:
+        assert later.layout is not None
+        return [f"index {name}" for name in later.layout.indexes if name not in indexes] + fts.missing_objects(conn)
     missing = [
         f"column {table}.{c.name}"
         for table, cols in TABLE_COLUMNS.items()
         for c in cols
         if c.name not in table_columns(conn, table)
     ]
-    indexes = object_names(conn, "index")
     missing += [f"index {i.name}" for i in INDEXES if i.name not in indexes]
     missing += fts.missing_objects(conn)
     return missing
 
 
 def restore_structure(conn: sqlite3.Connection) -> tuple[list[str], list[dict[str, str]]]:
-    """Recreate missing columns, indexes, FTS table and triggers; rebuild FTS if it was broken."""
+    """Recreate missing columns, indexes, FTS tables and triggers (a later Hermes' file: its indexes
+    and search objects, from its own layout); rebuild the search index if it was broken."""
     missing = missing_structure(conn)
     renames: list[dict[str, str]] = []
     if not missing:
         return missing, renames
-    for version in range(2, SCHEMA_VERSION + 1):
-        for table in TABLE_COLUMNS:
-            _add_columns(conn, table, version)
+    later = later_layout(conn)
+    if later is None:
+        for version in range(2, SCHEMA_VERSION + 1):
+            for table in TABLE_COLUMNS:
+                _add_columns(conn, table, version)
     if "index idx_sessions_title_unique" in missing:
         renames = titles.dedupe_titles(conn)
-    for index in INDEXES:
-        conn.execute(index.sql)
+    index_sql = later.layout.indexes if later is not None and later.layout is not None else {
+        i.name: i.sql for i in INDEXES}
+    present = object_names(conn, "index")
+    for name, sql in index_sql.items():
+        if name not in present:
+            conn.execute(sql)
     if fts.missing_objects(conn):
         fts.recreate(conn)
     return missing, renames
 
 
-def refuse_newer_under_lock(conn: sqlite3.Connection) -> None:
-    """Inside a write transaction: a newer Hermes that upgraded the file since it was read (it held the
-    lock meanwhile) now owns it. Writing a version of 6 over its own would make it run its migrations
-    again on a file that already has their columns."""
+def later_layout(conn: sqlite3.Connection) -> FileLayout | None:
+    """The layout of a file a later Hermes wrote (None: version 6 or older, or no version row); a layout
+    this tool does not know is refused (SchemaTooNewError): nothing here may write into it."""
     version = read_version(conn)
-    if is_newer(version):
-        assert version is not None
+    if version is None or not is_newer(version):
+        return None
+    file = read_layout(conn)
+    if not file.known:
         path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
-        raise SchemaTooNewError(path, version, SCHEMA_VERSION)
+        raise SchemaTooNewError(path, version, NEWEST_KNOWN, file.unknown_because)
+    return file
+
+
+def refuse_newer_under_lock(conn: sqlite3.Connection) -> bool:
+    """Inside a write transaction: True when a later Hermes upgraded the file since it was read (it held
+    the lock meanwhile) and now owns its schema; writing a version of 6 over its own would make it run
+    its migrations again on a file that already has their columns. A layout this tool does not know is
+    refused (SchemaTooNewError)."""
+    return later_layout(conn) is not None
 
 
 def _step_transaction(version: int) -> Callable[[sqlite3.Connection], list[dict[str, str]] | None]:
     _, step = STEPS[version]
 
     def apply(conn: sqlite3.Connection) -> list[dict[str, str]] | None:
-        refuse_newer_under_lock(conn)
-        if starting_version(conn) >= version:
+        if refuse_newer_under_lock(conn) or starting_version(conn) >= version:
             return None  # another process made this step while we waited for the lock
         renames = step(conn)
         set_version(conn, version)
@@ -192,6 +216,8 @@ def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite) -> UpgradeReport:
         created = run(lambda c: create_fresh(c) if is_empty(c) else None)
         if created is not None:
             return created
+    if (later := later_layout(conn)) is not None:
+        return _keep_later_layout(conn, run, later)
     start = starting_version(conn)
     report = UpgradeReport(from_version=start, to_version=SCHEMA_VERSION)
     for version in range(start + 1, SCHEMA_VERSION + 1):
@@ -201,7 +227,8 @@ def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite) -> UpgradeReport:
             report.steps.append(STEPS[version][0])
     if missing_structure(conn) or read_version(conn) != SCHEMA_VERSION:
         def finish(c: sqlite3.Connection) -> tuple[list[str], list[dict[str, str]]]:
-            refuse_newer_under_lock(c)
+            if refuse_newer_under_lock(c):
+                return [], []
             repaired = restore_structure(c)
             set_version(c, SCHEMA_VERSION)
             return repaired
@@ -212,11 +239,26 @@ def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite) -> UpgradeReport:
     return report
 
 
+def _keep_later_layout(conn: sqlite3.Connection, run: RunWrite, later: FileLayout) -> UpgradeReport:
+    """A later Hermes' file keeps its version and layout: only a missing index or search object of that
+    layout is recreated, in its own form (as that Hermes recreates them when it opens the file)."""
+    assert later.version is not None
+    report = UpgradeReport(from_version=later.version, to_version=later.version)
+    if missing_structure(conn):
+        missing, renames = run(restore_structure)
+        report.repairs += [f"recreated {name}" for name in missing]
+        report.renamed_titles += renames
+    return report
+
+
 def pending(conn: sqlite3.Connection) -> bool:
     """True when opening this file for writing would change its schema."""
+    if is_empty(conn):
+        return True
+    if later_layout(conn) is not None:
+        return bool(missing_structure(conn))
     return (
-        is_empty(conn)
-        or starting_version(conn) < SCHEMA_VERSION
+        starting_version(conn) < SCHEMA_VERSION
         or read_version(conn) != SCHEMA_VERSION
         or bool(missing_structure(conn))
     )

@@ -1,0 +1,1 @@
+"""The schema of each later Hermes layout as its own code creates it (scripts/make_layouts.py); read by core/layouts.py."""
