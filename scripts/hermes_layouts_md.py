@@ -14,6 +14,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from scripts.hermes_source import LAYOUTS
+
 _MAIN = ("sessions", "messages")
 _SHADOW = ("_data", "_idx", "_content", "_docsize", "_config")
 
@@ -106,19 +108,28 @@ def _layout_rows(shapes: dict[str, Shape], manifest: dict[str, dict[str, Any]], 
     return rows
 
 
+def _column_diff(chain: list[str], fresh: list[str]) -> str:
+    """The definitions that differ, then where the column order parts (the chain's tail from there)."""
+    parts = [f"`{c}` / `{f}`" for c, f in zip(chain, fresh, strict=False)
+             if c != f and c.split(" ", 1)[0] == f.split(" ", 1)[0]]
+    changed = {c.split(" ", 1)[0] for c in chain} ^ {f.split(" ", 1)[0] for f in fresh}
+    parts += [f"only one has `{name}`" for name in sorted(changed)]
+    names, fresh_names = _names(chain), _names(fresh)
+    if sorted(names) == sorted(fresh_names) and names != fresh_names:
+        start = next(i for i, (a, b) in enumerate(zip(names, fresh_names, strict=True)) if a != b)
+        parts.append("order differs from column " + str(start + 1) + "; the chain ends " + ", ".join(names[start:]))
+    return "; ".join(parts)
+
+
 def _chain_rows(chain: dict[str, Shape], fresh: dict[str, Shape]) -> list[str]:
     rows = ["| step | columns that differ from a fresh file (chain / fresh) | triggers that differ | "
             "objects only in the chain | objects only in the fresh file |", "|---|---|---|---|---|"]
     for name, shape in chain.items():
         new = fresh[name]
         diffs = []
-        for table in ("sessions", "messages"):
+        for table in _MAIN:
             if shape.columns[table] != new.columns[table]:
-                odd = [c for c in shape.columns[table] if c not in new.columns[table]]
-                want = [c for c in new.columns[table] if c not in shape.columns[table]]
-                order = "" if _names(shape.columns[table]) == _names(new.columns[table]) else " (column order differs)"
-                diffs.append(f"{table}{order}: " + ", ".join(f"`{c}`" for c in odd) + " / "
-                             + ", ".join(f"`{c}`" for c in want))
+                diffs.append(f"{table}: {_column_diff(shape.columns[table], new.columns[table])}")
         triggers = [n for n in shape.triggers if n in new.triggers and shape.triggers[n] != new.triggers[n]]
         mine = set(shape.fts) | shape.tables | set(shape.indexes) | set(shape.triggers) | shape.views
         theirs = set(new.fts) | new.tables | set(new.indexes) | set(new.triggers) | new.views
@@ -129,8 +140,9 @@ def _chain_rows(chain: dict[str, Shape], fresh: dict[str, Shape]) -> list[str]:
 
 def render_layouts(files: dict[str, str], manifest: dict[str, dict[str, Any]]) -> str:
     """The text of LAYOUTS.md from the dumps and the manifest."""
-    fresh = {m["layout"]: shape_of(files[f"{n}.sql"]) for n, m in manifest.items() if m["kind"] == "empty"}
-    chain = {m["layout"]: shape_of(files[f"{n}.sql"]) for n, m in manifest.items() if m["kind"] == "chain"}
+    ordered = sorted(manifest.items(), key=lambda item: list(LAYOUTS).index(item[1]["layout"]))
+    fresh = {m["layout"]: shape_of(files[f"{n}.sql"]) for n, m in ordered if m["kind"] == "empty"}
+    chain = {m["layout"]: shape_of(files[f"{n}.sql"]) for n, m in ordered if m["kind"] == "chain"}
     every_fts = dict.fromkeys(sql for shape in fresh.values() for sql in shape.fts.values())
     forms = {sql: f"F{i + 1}" for i, sql in enumerate(every_fts)}
     bodies: dict[str, str] = {}

@@ -39,9 +39,11 @@ class _Clock:
         return getattr(time, name)
 
 
-def call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a Hermes method with the keyword arguments this version accepts."""
-    accepted = inspect.signature(method).parameters
+def call(method: Callable[..., Any], *args: Any, signature_of: Callable[..., Any] | None = None,
+         **kwargs: Any) -> Any:
+    """Call a Hermes method with the keyword arguments this version accepts (those of `signature_of`,
+    the function its `**kwargs` go to, when it has one)."""
+    accepted = inspect.signature(signature_of or method).parameters
     return method(*args, **{k: v for k, v in kwargs.items() if k in accepted})
 
 
@@ -60,8 +62,11 @@ class Writer:
         self.notes.setdefault(kind, []).append(value)
 
     def session(self, sid: str, source: str, **kwargs: Any) -> str:
+        if source == "cli":  # the CLI records the launch folder where the version has the column
+            kwargs.setdefault("cwd", "/home/hermes/projects/app")
         call(self.db.create_session, session_id=sid, source=source, model=MODEL,
-             system_prompt=f"You are Hermes Agent. Session on {source}.", **kwargs)
+             system_prompt=f"You are Hermes Agent. Session on {source}.",
+             signature_of=getattr(self.db, "_insert_session_row", self.db.create_session), **kwargs)
         self.note("sessions", sid)
         return sid
 

@@ -110,6 +110,9 @@ def facts(db_path: Path) -> dict[str, Any]:
             "messages": _count(conn, "SELECT COUNT(*) FROM messages"),
             "inactive_messages": _count(conn, "SELECT COUNT(*) FROM messages WHERE active = 0"),
             "fts_tables": fts_tables(conn),
+            "delegate_marked": [sid for sid, in conn.execute(
+                "SELECT id FROM sessions WHERE json_valid(model_config) "
+                "AND json_extract(model_config, '$._delegate_from') IS NOT NULL ORDER BY id")],
             "state_meta": dict(conn.execute("SELECT key, value FROM state_meta").fetchall())
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'state_meta'").fetchone() else None,
         }
@@ -148,7 +151,8 @@ class Builder:
             for kind, values in notes.items():
                 scenario.setdefault(kind, []).extend(values)
             steps.append(name)
-            self._record(f"chain-{name}", db_path, name, "chain", {"steps": list(steps), "scenario": scenario})
+            so_far = {kind: list(values) for kind, values in scenario.items()}
+            self._record(f"chain-{name}", db_path, name, "chain", {"steps": list(steps), "scenario": so_far})
 
 
 def build(git_dir: Path, names: list[str]) -> dict[str, str]:
