@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,8 @@ LAYOUTS: dict[str, str] = {
     "v15": "ed81cfe3d",
     "v16": "d62979a6f",
     "v16-head": "5e01a5dbf",
-    "v16-compacted": "466345699",
+    "v16-archive-compact": "466345699",
+    "v16-compacted": "854d75723",
     "v17": "86e64900b",
     "v17-tip": "82b496604",
 }
@@ -118,3 +120,26 @@ def run_worker(git_dir: Path, commit: str, worker: Path, args: list[str], payloa
         tail = "\n".join(done.stderr.strip().splitlines()[-15:])
         raise HermesSourceError(f"Hermes {commit} failed in {worker.name} {' '.join(args)}:\n{tail}")
     return json.loads(done.stdout)
+
+
+VIEW_WORKER = Path(__file__).resolve().parent / "hermes_view.py"
+
+
+def copy_database(db_path: Path, dest: Path) -> Path:
+    """A consistent copy of a live SQLite file (the backup API), so Hermes can open it freely."""
+    source, target = sqlite3.connect(str(db_path)), sqlite3.connect(str(dest))
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return dest
+
+
+def read_with_hermes(git_dir: Path, commit: str, db_path: Path, queries: list[str], on_copy: bool = True) -> Any:
+    """What Hermes at `commit` shows of `db_path` (scripts/hermes_view.py), opening a copy unless told not to."""
+    if not on_copy:
+        return run_worker(git_dir, commit, VIEW_WORKER, [str(db_path)], {"queries": queries})
+    with tempfile.TemporaryDirectory(prefix="hermes-view-") as tmp:
+        copy = copy_database(db_path, Path(tmp) / db_path.name)
+        return run_worker(git_dir, commit, VIEW_WORKER, [str(copy)], {"queries": queries})

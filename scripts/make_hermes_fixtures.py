@@ -34,7 +34,15 @@ sys.path.insert(0, str(ROOT))
 
 from hermes_state_tools.store.sqldump import dump_sql, load_sql  # noqa: E402
 from scripts.hermes_layouts_md import render_layouts  # noqa: E402
-from scripts.hermes_source import LAYOUTS, HermesSourceError, describe, git_dir_from, run_worker  # noqa: E402
+from scripts.hermes_source import (  # noqa: E402
+    LAYOUTS,
+    HermesSourceError,
+    describe,
+    git_dir_from,
+    read_with_hermes,
+    run_worker,
+)
+from scripts.hermes_view import SEARCH_QUERIES, summarize  # noqa: E402
 
 OUT = ROOT / "fixtures" / "hermes"
 WORKER = ROOT / "scripts" / "hermes_populate.py"
@@ -131,8 +139,9 @@ class Builder:
     def _record(self, dump: str, db_path: Path, layout: str, kind: str, extra: dict[str, Any]) -> None:
         commit = describe(self.git_dir, LAYOUTS[layout])
         self.files[f"{dump}.sql"] = checked_dump(db_path, self.scratch / f"reload-{dump}.db")
+        view = summarize(read_with_hermes(self.git_dir, commit.sha, db_path, list(SEARCH_QUERIES)))
         self.manifest[dump] = {"layout": layout, "kind": kind, "commit": commit.sha, "date": commit.date,
-                               "subject": commit.subject, **facts(db_path), **extra}
+                               "subject": commit.subject, **facts(db_path), **extra, "hermes_view": view}
 
     def layout(self, name: str) -> None:
         """`<name>-empty` and `<name>`: a new file as this version creates it, empty then populated."""
