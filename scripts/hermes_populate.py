@@ -212,32 +212,38 @@ def delegate_session(w: Writer) -> None:
     w.note("delegate_children", child)
 
 
+def continuation(w: Writer, ids: tuple[str, str], reason: str, title: str, turns: list[tuple[str, str]],
+                 config: dict[str, Any] | None = None) -> str:
+    """A titled parent ended with `reason` and its child, titled next in the lineage; returns the child."""
+    parent = w.session(ids[0], "cli")
+    w.chat(parent, turns[:1])
+    w.title(parent, title)
+    w.end(parent, reason)
+    child = w.session(ids[1], "cli", parent_session_id=parent, **({"model_config": config} if config else {}))
+    for message in w.db.get_messages(parent) if reason == "branched" else ():
+        w.message(child, message["role"], message["content"])
+    w.chat(child, turns[1:])
+    w.title(child, w.db.get_next_title_in_lineage(title))
+    return child
+
+
 def branch_session(w: Writer) -> None:
     """A /branch child as the CLI makes it: parent ended 'branched', history copied, numbered title."""
-    parent = w.session("20260112_090000_b4a7c1", "cli")
-    w.chat(parent, [("Draft the release notes for 2.3", "Draft: faster search, CJK support, fewer locks.")])
-    w.title(parent, "Release notes")
-    w.end(parent, "branched")
     config: dict[str, Any] = {"max_iterations": 90, "reasoning_config": None}
     if w.branch_marker:
-        config["_branched_from"] = parent
-    child = w.session("20260112_091500_b4a7c2", "cli", model_config=config, parent_session_id=parent)
-    for message in w.db.get_messages(parent):
-        w.message(child, message["role"], message["content"])
-    w.chat(child, [("Make it shorter", "2.3: faster search, CJK, fewer locks.")])
-    w.title(child, w.db.get_next_title_in_lineage("Release notes"))
+        config["_branched_from"] = "20260112_090000_b4a7c1"
+    child = continuation(w, ("20260112_090000_b4a7c1", "20260112_091500_b4a7c2"), "branched", "Release notes",
+                         [("Draft the release notes for 2.3", "Draft: faster search, CJK support, fewer locks."),
+                          ("Make it shorter", "2.3: faster search, CJK, fewer locks.")], config)
     w.note("branch_children", child)
 
 
 def compression_chain(w: Writer) -> None:
     """Context compression as every version does it: the parent ends 'compression', a child goes on."""
-    parent = w.session("20260113_080000_c0c0a1", "cli")
-    w.chat(parent, [("Refactor the importer into readers and a writer", "Split into readers/ and writer.py.")])
-    w.title(parent, "Importer refactor")
-    w.end(parent, "compression")
-    child = w.session("20260113_083000_c0c0a2", "cli", parent_session_id=parent)
-    w.chat(child, [("[Summary] importer split; continue with tests", "Tests added for both readers.")])
-    w.title(child, w.db.get_next_title_in_lineage("Importer refactor"))
+    child = continuation(w, ("20260113_080000_c0c0a1", "20260113_083000_c0c0a2"), "compression",
+                         "Importer refactor",
+                         [("Refactor the importer into readers and a writer", "Split into readers/ and writer.py."),
+                          ("[Summary] importer split; continue with tests", "Tests added for both readers.")])
     w.note("compression_children", child)
 
 

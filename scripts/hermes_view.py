@@ -23,7 +23,8 @@ from typing import Any
 SEARCH_QUERIES = ("disk", "terminal", "Lisbon", "pastel", "summary", "backup", "中文", "日本語", "デプロイ")
 
 
-def _integrity(conn: sqlite3.Connection) -> dict[str, str]:
+def integrity(conn: sqlite3.Connection) -> dict[str, str]:
+    """integrity_check and the FTS5 integrity-check of every FTS table: "ok" or what went wrong."""
     found = {"integrity_check": "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))}
     for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL%'"):
         if "fts5" not in sql.lower():
@@ -46,7 +47,7 @@ def read_view(db: Any, queries: list[str]) -> dict[str, Any]:
     conn = sqlite3.connect(str(db.db_path))
     try:
         ids = [sid for sid, in conn.execute("SELECT id FROM sessions ORDER BY started_at, id")]
-        integrity, schema = _integrity(conn), _schema(conn)
+        found, schema = integrity(conn), _schema(conn)
     finally:
         conn.close()
     picker = db.list_sessions_rich(limit=10_000)
@@ -57,7 +58,7 @@ def read_view(db: Any, queries: list[str]) -> dict[str, Any]:
         "picker": [row["id"] for row in picker],
         "session_count": db.session_count(),
         "message_count": db.message_count(),
-        "integrity": integrity,
+        "integrity": found,
         "schema": schema,
     }
 

@@ -42,7 +42,7 @@ from scripts.hermes_source import (  # noqa: E402
     read_with_hermes,
     run_worker,
 )
-from scripts.hermes_view import SEARCH_QUERIES, summarize  # noqa: E402
+from scripts.hermes_view import SEARCH_QUERIES, integrity, summarize  # noqa: E402
 
 OUT = ROOT / "fixtures" / "hermes"
 WORKER = ROOT / "scripts" / "hermes_populate.py"
@@ -56,13 +56,7 @@ def fts_tables(conn: sqlite3.Connection) -> list[str]:
 
 def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     """What integrity_check and each FTS table's FTS5 integrity-check report; empty when sound."""
-    problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
-    for table in fts_tables(conn):
-        try:
-            conn.execute(f'INSERT INTO "{table}"("{table}", rank) VALUES(\'integrity-check\', 1)')
-        except sqlite3.DatabaseError as exc:
-            problems.append(f"{table}: {exc}")
-    return problems
+    return [f"{check}: {result}" for check, result in integrity(conn).items() if result != "ok"]
 
 
 def _schema(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
