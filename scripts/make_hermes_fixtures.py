@@ -17,6 +17,9 @@ byte-identical, whose rows are identical, and which passes integrity_check and t
 integrity-check of every FTS table.
 
     python scripts/make_hermes_fixtures.py --hermes-git /path/to/hermes-agent/.git
+    python scripts/make_hermes_fixtures.py --hermes-git ... --check   # exit 1 if fixtures/hermes differs
+
+Deterministic: Hermes' clock is replaced, so the same commits always give the same files.
 """
 
 from __future__ import annotations
@@ -177,12 +180,19 @@ def main() -> int:
     parser.add_argument("--hermes-git", required=True, help="Hermes' git directory (or a clone holding it)")
     parser.add_argument("--out", type=Path, default=OUT, help="where the dumps go (default fixtures/hermes)")
     parser.add_argument("--only", nargs="+", choices=list(LAYOUTS), help="these layouts only (the chain too)")
+    parser.add_argument("--check", action="store_true", help="compare with the files in --out instead")
     args = parser.parse_args()
     try:
         files = build(git_dir_from(args.hermes_git), args.only or list(LAYOUTS))
     except HermesSourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if args.check:
+        on_disk = {p.name: p.read_text("utf-8") for p in args.out.glob("*") if p.is_file()}
+        stale = [n for n, text in files.items() if on_disk.get(n) != text]
+        for name in stale:
+            print(f"stale fixture: {args.out / name}", file=sys.stderr)
+        return 1 if stale else 0
     args.out.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (args.out / name).write_text(text, encoding="utf-8")
