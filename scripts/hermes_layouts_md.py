@@ -140,7 +140,8 @@ def _chain_rows(chain: dict[str, Shape], fresh: dict[str, Shape]) -> list[str]:
 
 def render_layouts(files: dict[str, str], manifest: dict[str, dict[str, Any]]) -> str:
     """The text of LAYOUTS.md from the dumps and the manifest."""
-    ordered = sorted(manifest.items(), key=lambda item: list(LAYOUTS).index(item[1]["layout"]))
+    ordered = sorted(((n, m) for n, m in manifest.items() if m["layout"] in LAYOUTS),
+                     key=lambda item: list(LAYOUTS).index(item[1]["layout"]))
     fresh = {m["layout"]: shape_of(files[f"{n}.sql"]) for n, m in ordered if m["kind"] == "empty"}
     chain = {m["layout"]: shape_of(files[f"{n}.sql"]) for n, m in ordered if m["kind"] == "chain"}
     every_fts = dict.fromkeys(sql for shape in fresh.values() for sql in shape.fts.values())

@@ -44,6 +44,16 @@ LAYOUTS: dict[str, str] = {
     "v17-tip": "82b496604",
 }
 
+# Short-lived builds whose columns stay in a file for good (reconcile never drops a column).
+STRAYS: dict[str, str] = {
+    "handoff-pending": "878611a79",  # sessions.handoff_pending
+    "icon": "b94b3622b",  # sessions.icon
+    "anthropic-blocks": "aaccaada2",  # messages.anthropic_content_blocks
+}
+# The migrated file that passes through them: v6, then each build in the order users met them.
+STRAY_CHAIN = ("v6", "handoff-pending", "v14-active", "icon", "anthropic-blocks", "v17-tip")
+COMMITS = {**LAYOUTS, **STRAYS}
+
 _REAL_FILES = ("hermes_state.py", "hermes_constants.py", "agent/memory_manager.py")
 _STAND_INS = {
     "agent/__init__.py": "",

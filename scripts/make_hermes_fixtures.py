@@ -38,7 +38,9 @@ sys.path.insert(0, str(ROOT))
 from hermes_state_tools.store.sqldump import dump_sql, load_sql  # noqa: E402
 from scripts.hermes_layouts_md import render_layouts  # noqa: E402
 from scripts.hermes_source import (  # noqa: E402
+    COMMITS,
     LAYOUTS,
+    STRAY_CHAIN,
     HermesSourceError,
     describe,
     git_dir_from,
@@ -134,7 +136,7 @@ class Builder:
         self.manifest: dict[str, dict[str, Any]] = {}
 
     def _record(self, dump: str, db_path: Path, layout: str, kind: str, extra: dict[str, Any]) -> None:
-        commit = describe(self.git_dir, LAYOUTS[layout])
+        commit = describe(self.git_dir, COMMITS[layout])
         self.files[f"{dump}.sql"] = checked_dump(db_path, self.scratch / f"reload-{dump}.db")
         view = summarize(read_with_hermes(self.git_dir, commit.sha, db_path, list(SEARCH_QUERIES)))
         self.manifest[dump] = {"layout": layout, "kind": kind, "commit": commit.sha, "date": commit.date,
@@ -144,21 +146,21 @@ class Builder:
         """`<name>-empty` and `<name>`: a new file as this version creates it, empty then populated."""
         for kind, dump in (("empty", f"{name}-empty"), ("populated", name)):
             db_path = self.scratch / f"{dump}.db"
-            notes = run_worker(self.git_dir, LAYOUTS[name], WORKER, [kind, str(db_path)])
+            notes = run_worker(self.git_dir, COMMITS[name], WORKER, [kind, str(db_path)])
             self._record(dump, db_path, name, kind, {"scenario": notes} if kind == "populated" else {})
 
-    def chain(self, names: list[str]) -> None:
-        """`chain-<name>` for each step: one file made by the first version, opened by each later one."""
-        db_path = self.scratch / "chain.db"
+    def chain(self, names: list[str], prefix: str = "chain") -> None:
+        """`<prefix>-<name>` for each step: one file made by the first version, opened by each later one."""
+        db_path = self.scratch / f"{prefix}.db"
         steps: list[str] = []
         scenario: dict[str, list[Any]] = {}
         for step, name in enumerate(names):
-            notes = run_worker(self.git_dir, LAYOUTS[name], WORKER, ["chain", str(db_path), str(step)])
+            notes = run_worker(self.git_dir, COMMITS[name], WORKER, ["chain", str(db_path), str(step)])
             for kind, values in notes.items():
                 scenario.setdefault(kind, []).extend(values)
             steps.append(name)
             so_far = {kind: list(values) for kind, values in scenario.items()}
-            self._record(f"chain-{name}", db_path, name, "chain", {"steps": list(steps), "scenario": so_far})
+            self._record(f"{prefix}-{name}", db_path, name, prefix, {"steps": list(steps), "scenario": so_far})
 
 
 def build(git_dir: Path, names: list[str]) -> dict[str, str]:
@@ -169,6 +171,8 @@ def build(git_dir: Path, names: list[str]) -> dict[str, str]:
             print(f"{name}: {LAYOUTS[name]}", file=sys.stderr)
             builder.layout(name)
         builder.chain(names)
+        if {name for name in STRAY_CHAIN if name in LAYOUTS} <= set(names):
+            builder.chain(list(STRAY_CHAIN), prefix="strays")
         files = dict(builder.files)
         files["LAYOUTS.md"] = render_layouts(builder.files, builder.manifest)
     files["manifest.json"] = json.dumps(builder.manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

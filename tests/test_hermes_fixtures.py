@@ -47,7 +47,7 @@ def test_each_dump_loads_into_a_sound_file_with_the_manifest_counts(name, tmp_pa
     assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == entry["messages"]
 
 
-@pytest.mark.parametrize("name", names("populated") + names("chain"))
+@pytest.mark.parametrize("name", names("populated") + names("chain") + names("strays"))
 def test_the_scenario_rows_are_in_the_state_hermes_left_them(name, tmp_path):
     scenario = manifest()[name]["scenario"]
     conn = _open(name, tmp_path)
@@ -77,6 +77,13 @@ def test_features_appear_where_their_version_brings_them(tmp_path):
     assert _column(_open("v16-compacted", tmp_path), "messages", "compacted")
     assert manifest()["v11"]["fts_tables"] == ["messages_fts", "messages_fts_trigram"]
     assert manifest()["v9"]["fts_tables"] == ["messages_fts"]
+
+
+def test_short_lived_builds_leave_their_columns_in_the_migrated_file(tmp_path):
+    conn = _open("strays-v17-tip", tmp_path)
+    assert _column(conn, "sessions", "handoff_pending") and _column(conn, "sessions", "icon")
+    assert _column(conn, "messages", "anthropic_content_blocks")
+    assert not _column(_open("chain-v17-tip", tmp_path), "sessions", "icon")
 
 
 def test_hermes_v6_creates_the_schema_the_toolkit_knows_as_v6(tmp_path):
