@@ -240,6 +240,21 @@ class FileLayout:
         """Rows can be out of the conversation (`active = 0`): rewound, undone or compacted away."""
         return self.has("messages", "active")
 
+    def shown_messages(self, alias: str = "m", *, searching: bool = False) -> str:
+        """The SQL condition on messages that this layout's Hermes shows ("" where it hides none): rewound
+        or undone rows (`active = 0`) are out of conversations and search; rows compacted away
+        (`active = 0, compacted = 1`) are out of conversations but still found by search."""
+        if not self.has("messages", "active"):
+            return ""
+        if searching and self.has("messages", "compacted"):
+            return f"({alias}.active = 1 OR {alias}.compacted = 1)"
+        return f"{alias}.active = 1"
+
+    def listed_sessions(self, alias: str = "s") -> str:
+        """The SQL condition on sessions this layout's Hermes lists ("" where it hides none): archived
+        sessions are out of its lists."""
+        return f"{alias}.archived = 0" if self.has("sessions", "archived") else ""
+
     def new_row_values(self, table: str) -> dict[str, int]:
         """The values a new row of `table` is given explicitly in this file (NEW_ROW_VALUES it has)."""
         return {name: value for name, value in NEW_ROW_VALUES[table].items() if self.has(table, name)}

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.jsonutil import content_text
+from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.search import trigram
 from hermes_state_tools.search.sanitize import contains_cjk, first_term, parse, plain_terms, sanitize_fts5_query
 from hermes_state_tools.tables.fts import text_index
@@ -230,11 +231,12 @@ def search_messages(
 
 
 def answer(conn: sqlite3.Connection, query: str, source_filter: Any = None, exclude_sources: Any = None,
-           role_filter: Any = None, limit: int = 20, offset: int = 0) -> Answer:
-    """search_messages' results, and how it found them (Answer)."""
+           role_filter: Any = None, limit: int = 20, offset: int = 0, *, show_all: bool = False) -> Answer:
+    """search_messages' results, and how it found them (Answer). Messages the file's Hermes hides from
+    search (rewound ones) are left out unless `show_all`."""
     if not query or not query.strip():
         return Answer([])
-    filters = _filters(source_filter, exclude_sources, role_filter)
+    filters = _shown(conn, _filters(source_filter, exclude_sources, role_filter), show_all)
     if contains_cjk(query):
         found = Answer(cjk_search(conn, query, filters, limit, offset))
     else:
@@ -245,8 +247,14 @@ def answer(conn: sqlite3.Connection, query: str, source_filter: Any = None, excl
     return found
 
 
+def _shown(conn: sqlite3.Connection, filters: tuple[str, list[Any]], show_all: bool) -> tuple[str, list[Any]]:
+    """The filters, and the condition for the messages the file's Hermes finds by search (core/layouts.py)."""
+    shown = "" if show_all else read_layout(conn).shown_messages(searching=True)
+    return (f"{filters[0]} AND {shown}", filters[1]) if shown else filters
+
+
 def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None, role_filter: Any = None,
-                 limit: int = 20) -> int | None:
+                 limit: int = 20, *, show_all: bool = False) -> int | None:
     """How many of the newest matches `search_messages` ranked for this query: None when it ranked
     every match (a selective query, a literal-substring search); else the window (more matched)."""
     fts_query = sanitize_fts5_query(query) if query and query.strip() and not contains_cjk(query) else ""
@@ -254,8 +262,8 @@ def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None
         return None
     window = window_for(0, limit)
     try:
-        floor = recent_floor(conn, text_index(conn).query(fts_query), _filters(source_filter, None, role_filter),
-                             window)
+        floor = recent_floor(conn, text_index(conn).query(fts_query),
+                             _shown(conn, _filters(source_filter, None, role_filter), show_all), window)
     except sqlite3.OperationalError as exc:
         if is_lock_error(exc):
             raise
