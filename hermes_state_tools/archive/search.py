@@ -1,0 +1,137 @@
+"""`archive search`: the local search's syntax (search/sanitize.parse: words, phrases, OR, NOT, prefix*,
+CJK substrings) over every host's messages in the archive.
+
+Words, phrases and prefixes become one `tsquery` per all-Latin subtree (the `simple` configuration,
+no stemming, as FTS5's unicode61 does), answered by the GIN index on `messages.tsv`; a CJK substring
+is a LIKE on `messages.cjk` (the text of messages that hold CJK), answered by its pg_trgm index.
+Results are the newest matches first, so a common word stops at the first LIMIT matches it meets
+walking back in time instead of ranking every match. Rewound messages (active = 0, not compacted)
+are left out unless `everything`, as the local search leaves them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_state_tools.archive.connect import connected
+from hermes_state_tools.archive.schema import NAMESPACE, read_version
+from hermes_state_tools.core.reports import Report
+from hermes_state_tools.search.query import make_snippet
+from hermes_state_tools.search.sanitize import And, Latin, Node, Not, Or, Substring, first_term, parse
+
+_SNIPPET_SOURCE_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    host: str | None = None
+    source: str | None = None
+    role: str | None = None
+    since: float | None = None  # epoch seconds, inclusive
+    until: float | None = None  # epoch seconds, exclusive
+    everything: bool = False  # rewound messages too
+
+
+@dataclass(frozen=True)
+class ArchiveSearchReport(Report):
+    query: str
+    archive: str
+    results: tuple[dict[str, Any], ...]
+
+
+def _latin_tsquery(node: Latin, params: list[Any]) -> str:
+    words = node.text.split()
+    if node.prefix and len(words) == 1 and words[0].isalnum():
+        params.append("'" + words[0].lower().replace("'", "''") + "':*")
+        return "to_tsquery('simple', %s)"
+    params.append(node.text)
+    return "phraseto_tsquery('simple', %s)"
+
+
+def _tsquery(node: Node, params: list[Any]) -> str | None:
+    """One tsquery expression for a subtree of words only (None: it holds a CJK substring)."""
+    if isinstance(node, Latin):
+        return _latin_tsquery(node, params)
+    if isinstance(node, Substring):
+        return None
+    mark = len(params)
+    if isinstance(node, Not):
+        inner = _tsquery(node.child, params)
+        return None if inner is None else f"!!({inner})"
+    parts = [_tsquery(child, params) for child in node.children]
+    if any(part is None for part in parts):
+        del params[mark:]
+        return None
+    return "(" + (" && " if isinstance(node, And) else " || ").join(p for p in parts if p) + ")"
+
+
+def _like(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def condition(node: Node, params: list[Any]) -> str:
+    """The SQL condition on `messages m` that `node` asks for."""
+    query = _tsquery(node, params)
+    if query is not None:
+        return f"m.tsv @@ {query}"
+    if isinstance(node, Substring):
+        params.append(_like(node.text))
+        return "m.cjk LIKE %s"
+    if isinstance(node, Not):
+        return f"NOT coalesce({condition(node.child, params)}, false)"
+    assert isinstance(node, (And, Or))
+    joined = (" AND " if isinstance(node, And) else " OR ").join(condition(c, params) for c in node.children)
+    return f"({joined})"
+
+
+def _filters(filters: SearchFilters, params: list[Any]) -> str:
+    clauses = []
+    for column, value in (("m.host", filters.host), ("s.source", filters.source), ("m.role", filters.role)):
+        if value is not None:
+            clauses.append(f"{column} = %s")
+            params.append(value)
+    if filters.since is not None:
+        clauses.append("m.timestamp >= %s")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append("m.timestamp < %s")
+        params.append(filters.until)
+    if not filters.everything:
+        clauses.append("(m.active IS DISTINCT FROM 0 OR m.compacted = 1)")
+    return "".join(f" AND {clause}" for clause in clauses)
+
+
+def search_sql(node: Node, filters: SearchFilters, limit: int) -> tuple[str, list[Any]]:
+    """The search statement and its parameters (newest first, bounded by `limit`)."""
+    params: list[Any] = []
+    where = condition(node, params)
+    where += _filters(filters, params)
+    params.append(limit)
+    ns = NAMESPACE
+    sql = (f"SELECT m.host, m.session_id, m.local_id, m.role, m.timestamp, m.tool_name, s.source, s.title, "
+           f"left(m.content, {_SNIPPET_SOURCE_CHARS}) FROM {ns}.messages m LEFT JOIN {ns}.sessions s "
+           f"ON s.host = m.host AND s.id = m.session_id WHERE {where} "
+           "ORDER BY m.timestamp DESC, m.host DESC, m.local_id DESC LIMIT %s")
+    return sql, params
+
+
+def run_search(pg: Any, query: str, filters: SearchFilters, limit: int) -> list[dict[str, Any]]:
+    """The matches of `query` on an archive connection, newest first, each with a snippet."""
+    node = parse(query)
+    if node is None or read_version(pg) is None:
+        return []
+    sql, params = search_sql(node, filters, limit)
+    needle = first_term(node) or ""
+    keys = ("host", "session_id", "message_id", "role", "timestamp", "tool_name", "source", "title")
+    with pg.cursor() as cur:
+        cur.execute(sql, params)
+        found = cur.fetchall()
+    return [{**dict(zip(keys, row[:-1], strict=True)), "snippet": make_snippet(row[-1] or "", needle)}
+            for row in found]
+
+
+def search_archive(url: str | None, query: str, filters: SearchFilters, limit: int = 20) -> ArchiveSearchReport:
+    """Search every host's messages in the archive (read only)."""
+    with connected(url) as (pg, server):
+        return ArchiveSearchReport(query, server, tuple(run_search(pg, query, filters, limit)))
