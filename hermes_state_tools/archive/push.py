@@ -154,15 +154,16 @@ def _changed_sessions(local: _LocalFile, host: str, archived: dict[str, bytes]) 
             if archived.get(row[0]) != local.session_record(host, row)[-1]]
 
 
-def _batches(records: Iterator[tuple[Any, ...]], size_at: int) -> Iterator[list[tuple[Any, ...]]]:
-    """Records in lists of at most BATCH_ROWS rows and about BATCH_BYTES of text at `size_at`."""
+def _batches(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int = BATCH_ROWS,
+             ) -> Iterator[list[tuple[Any, ...]]]:
+    """Records in lists of at most `rows_per_batch` rows and about BATCH_BYTES of text at `size_at`."""
     batch: list[tuple[Any, ...]] = []
     size = 0
     for record in records:
         batch.append(record)
         value = record[size_at]
         size += len(value) if isinstance(value, str) else 0
-        if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
+        if len(batch) >= rows_per_batch or size >= BATCH_BYTES:
             yield batch
             batch, size = [], 0
     if batch:
@@ -200,10 +201,10 @@ def _not_held(records: Iterator[tuple[Any, ...]], held: dict[int, bytes], counts
 
 
 def _push_new_messages(pg: Any, local: _LocalFile, host: str, mark: int, counts: _Counts,
-                       on_batch: Callable[[int], None] | None) -> int:
+                       on_batch: Callable[[int], None] | None, rows_per_batch: int) -> int:
     """Step 2: messages above the mark, one batch per transaction, the mark moving with each."""
     records = (local.message_record(host, row) for row in local.message_rows("m.id > ?", (mark,)))
-    for batch in _batches(records, _CONTENT_AT):
+    for batch in _batches(records, _CONTENT_AT, rows_per_batch):
         top = batch[-1][1]
         read, written = write_batch(pg, "messages", batch, host, int(top))
         counts.messages += written
@@ -238,8 +239,9 @@ def _register_host(pg: Any, host: str, local: _LocalFile) -> int:
 
 
 def push_file(path: Path, url: str | None, host: str | None = None,
-              on_batch: Callable[[int], None] | None = None) -> PushReport:
-    """Push the database at `path` (read in one read transaction, never the write lock) into the archive."""
+              on_batch: Callable[[int], None] | None = None, rows_per_batch: int = BATCH_ROWS) -> PushReport:
+    """Push the database at `path` (read in one read transaction, never the write lock) into the archive.
+    `on_batch(messages)` after each batch of new messages commits."""
     host = host or default_host()
     with reading(path, allow_newer=True, stable=True) as conn, connected(url) as (pg, server):
         conn.execute("BEGIN")  # one state of the file for the whole push while Hermes keeps writing
@@ -250,7 +252,7 @@ def push_file(path: Path, url: str | None, host: str | None = None,
         counts = _Counts()
         archived = _archived_session_hashes(pg, host)
         _resend_changed(pg, local, host, _changed_sessions(local, host, archived), mark, counts)
-        mark = _push_new_messages(pg, local, host, mark, counts, on_batch)
+        mark = _push_new_messages(pg, local, host, mark, counts, on_batch, rows_per_batch)
         _push_sessions(pg, local, host, archived, counts)
         with pg.transaction(), pg.cursor() as cur:
             cur.execute(f"UPDATE {NAMESPACE}.hosts SET last_push = now() WHERE host = %s", (host,))
