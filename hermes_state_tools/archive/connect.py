@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 URL_VARIABLE = "HERMES_ARCHIVE_URL"
 INSTALL_HINT = "pip install 'hermes-state-tools[archive]'"
 _CONNECT_TIMEOUT_S = 10
-_URI_PASSWORD = re.compile(r"(?P<head>postgres(?:ql)?://[^:/@?#]*:)(?P<secret>[^@/?#]*)(?P<tail>@)", re.I)
+_URI_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@?#\s]*:)(?P<secret>[^@/?#\s]*)(?P<tail>@)", re.I)
 _PARAM_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'(?:[^'\\]|\\.)*'|[^\s&]*)", re.I)
 
 
@@ -46,9 +46,9 @@ def resolve_url(url: str | None) -> str:
     chosen = url if url is not None else os.environ.get(URL_VARIABLE)
     if chosen is None or not chosen.strip():
         raise ArchiveURLError(f"no archive URL: give one (postgresql://USER@HOST/DB) or set ${URL_VARIABLE}")
-    parts = conninfo(chosen)
     if "://" in chosen and not chosen.lower().startswith(("postgresql://", "postgres://")):
         raise ArchiveURLError(f"{mask(chosen)}: not a PostgreSQL URL (postgresql://USER@HOST:PORT/DB)")
+    parts = conninfo(chosen)
     port = parts.get("port")
     if port is not None and not all(p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
         raise ArchiveURLError(f"{mask(chosen)}: the port is not a number from 1 to 65535")
