@@ -140,3 +140,45 @@ def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
 
     with psycopg.connect(url) as conn:
         return conn.execute(sql).fetchall()
+
+
+def test_prune_archived_deletes_only_what_the_archive_holds_identically(tmp_path: Path, archive_url: str) -> None:
+    db = build_store(tmp_path / "a.db", sessions=4, messages=4)
+    with SessionDB(db) as store:
+        for sid in ("s1", "s2", "s3"):
+            store.end_session(sid, "done")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET started_at = started_at - 400 * 86400")
+    conn.close()
+    push(db, archive_url, "h")
+    with SessionDB(db) as store:
+        store.create_session("late", "cli")
+        store.end_session("late", "done")
+        store.append_message("s2", "user", "after the push")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET started_at = started_at - 400 * 86400 WHERE id = 'late'")
+    conn.close()
+    code, doc, err = run("--db", db, "prune", "--older-than", "30", "--archived", archive_url, "--host", "h",
+                         "--yes", "--json")
+    assert code == 0, err
+    assert sorted(doc["session_ids"]) == ["s0", "s1", "s3"]
+    kept = {k["session_id"]: k["reason"] for k in doc["kept_back"]}
+    assert set(kept) == {"s2", "late"} and "not in the archive" in kept["late"]
+    with SessionDB(db) as store:
+        assert store.get_session("s2") is not None and store.get_session("s0") is None
+
+
+def test_prune_archived_keeps_everything_another_host_pushed(tmp_path: Path, archive_url: str) -> None:
+    db = build_store(tmp_path / "a.db", sessions=2, messages=2)
+    with SessionDB(db) as store:
+        store.end_session("s1", "done")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET started_at = started_at - 400 * 86400")
+    conn.close()
+    push(db, archive_url, "other")
+    code, doc, _ = run("--db", db, "prune", "--older-than", "30", "--archived", archive_url, "--host", "h",
+                       "--yes", "--json")
+    assert code == 0 and doc["sessions_deleted"] == 0 and len(doc["kept_back"]) == 2

@@ -107,7 +107,7 @@ def write_batch(pg: Any, table: str, records: Iterable[tuple[Any, ...]], host: s
     return read, written
 
 
-class _LocalFile:
+class LocalFile:
     """The local file's read connection and its layout: its own columns, its hst_ extra tables."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -148,7 +148,7 @@ def _archived_session_hashes(pg: Any, host: str) -> dict[str, bytes]:
         return {row[0]: bytes(row[1]) for row in cur}
 
 
-def _changed_sessions(local: _LocalFile, host: str, archived: dict[str, bytes]) -> list[str]:
+def _changed_sessions(local: LocalFile, host: str, archived: dict[str, bytes]) -> list[str]:
     """Ids of the local sessions whose row the archive lacks or holds otherwise."""
     return [row[0] for row in local.session_rows()
             if archived.get(row[0]) != local.session_record(host, row)[-1]]
@@ -174,7 +174,7 @@ _CONTENT_AT = MESSAGE_COPY.index("content")
 _HASH_AT = MESSAGE_COPY.index("row_hash")
 
 
-def _resend_changed(pg: Any, local: _LocalFile, host: str, changed: list[str], mark: int, counts: _Counts) -> None:
+def _resend_changed(pg: Any, local: LocalFile, host: str, changed: list[str], mark: int, counts: _Counts) -> None:
     """Step 1: messages at or below the mark of changed sessions, those the archive holds otherwise."""
     for first in range(0, len(changed), _SESSIONS_PER_LOOK):
         ids = changed[first:first + _SESSIONS_PER_LOOK]
@@ -200,7 +200,7 @@ def _not_held(records: Iterator[tuple[Any, ...]], held: dict[int, bytes], counts
             yield record
 
 
-def _push_new_messages(pg: Any, local: _LocalFile, host: str, mark: int, counts: _Counts,
+def _push_new_messages(pg: Any, local: LocalFile, host: str, mark: int, counts: _Counts,
                        on_batch: Callable[[int], None] | None, rows_per_batch: int) -> int:
     """Step 2: messages above the mark, one batch per transaction, the mark moving with each."""
     records = (local.message_record(host, row) for row in local.message_rows("m.id > ?", (mark,)))
@@ -216,7 +216,7 @@ def _push_new_messages(pg: Any, local: _LocalFile, host: str, mark: int, counts:
     return mark
 
 
-def _push_sessions(pg: Any, local: _LocalFile, host: str, archived: dict[str, bytes], counts: _Counts) -> None:
+def _push_sessions(pg: Any, local: LocalFile, host: str, archived: dict[str, bytes], counts: _Counts) -> None:
     """Step 3: the session rows the archive lacks or holds otherwise."""
     records = (local.session_record(host, row) for row in local.session_rows())
     differing = (record for record in records if archived.get(record[1]) != record[-1])
@@ -226,7 +226,7 @@ def _push_sessions(pg: Any, local: _LocalFile, host: str, archived: dict[str, by
         counts.batches += 1
 
 
-def _register_host(pg: Any, host: str, local: _LocalFile) -> int:
+def _register_host(pg: Any, host: str, local: LocalFile) -> int:
     """The host's row (created on its first push), its layout recorded; returns its mark. Holds the
     host's advisory lock for the rest of the session: a second push of the host waits."""
     with pg.cursor() as cur:
@@ -245,7 +245,7 @@ def push_file(path: Path, url: str | None, host: str | None = None,
     host = host or default_host()
     with reading(path, allow_newer=True, stable=True) as conn, connected(url) as (pg, server):
         conn.execute("BEGIN")  # one state of the file for the whole push while Hermes keeps writing
-        local = _LocalFile(conn)
+        local = LocalFile(conn)
         migrate(pg, server)
         _prepare_staging(pg)
         mark = _register_host(pg, host, local)
