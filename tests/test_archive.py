@@ -182,3 +182,13 @@ def test_prune_archived_keeps_everything_another_host_pushed(tmp_path: Path, arc
     code, doc, _ = run("--db", db, "prune", "--older-than", "30", "--archived", archive_url, "--host", "h",
                        "--yes", "--json")
     assert code == 0 and doc["sessions_deleted"] == 0 and len(doc["kept_back"]) == 2
+
+
+def test_rows_above_the_mark_already_archived_are_merged_not_doubled(tmp_path: Path, archive_url: str) -> None:
+    db = build_store(tmp_path / "a.db", sessions=2, messages=3)
+    push(db, archive_url, "h")
+    before = archive_dump(archive_url)
+    _rows(archive_url, "UPDATE hermes.hosts SET message_mark = 0 RETURNING 1")  # an archive edited by hand
+    doc = push(db, archive_url, "h")
+    assert (doc["messages_pushed"], doc["messages_skipped_present"]) == (0, 6)
+    assert archive_dump(archive_url) == before

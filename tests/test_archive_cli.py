@@ -88,3 +88,57 @@ def test_a_damaged_local_file_is_65_and_the_archive_untouched(tmp_path: Path, ar
 ])
 def test_a_password_is_masked_wherever_it_is_written(text: str, shown: str) -> None:
     assert mask(text) == shown
+
+
+def _as_role(url: str, grants: list[str]) -> tuple[str, str]:
+    """A new login role with `grants` on the archive at `url`; (its URL, its name)."""
+    import uuid
+
+    import psycopg
+
+    role = f"hst_role_{uuid.uuid4().hex[:8]}"
+    dbname = url.rsplit("/", 1)[1]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT CONNECT, TEMPORARY ON DATABASE {dbname} TO {role}")
+        for grant in grants:
+            conn.execute(grant.format(role=role))
+    return url.replace("postgres@", f"{role}@"), role
+
+
+def _drop_role(url: str, role: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP OWNED BY {role}")
+        conn.execute(f"DROP ROLE {role}")
+
+
+PUSH_GRANTS = ["GRANT USAGE ON SCHEMA hermes TO {role}", "GRANT SELECT ON hermes.schema_version TO {role}",
+               "GRANT SELECT, INSERT, UPDATE ON hermes.hosts, hermes.sessions, hermes.messages TO {role}"]
+
+
+def test_the_documented_least_privilege_role_pushes_and_cannot_delete(tmp_path: Path, archive_url: str) -> None:
+    run("--db", build_store(tmp_path / "first.db", "f", sessions=1, messages=1), "archive", "push", archive_url)
+    role_url, role = _as_role(archive_url, PUSH_GRANTS)
+    try:
+        code, doc, err = run("--db", build_store(tmp_path / "a.db", sessions=2, messages=3), "archive", "push",
+                             role_url, "--host", "h", "--json")
+        assert code == 0 and doc["messages_pushed"] == 6, err
+        import psycopg
+
+        with psycopg.connect(role_url) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("DELETE FROM hermes.messages")
+    finally:
+        _drop_role(archive_url, role)
+
+
+def test_a_role_without_the_grants_is_one_line_not_a_traceback(tmp_path: Path, archive_url: str) -> None:
+    run("--db", build_store(tmp_path / "first.db", "f", sessions=1, messages=1), "archive", "push", archive_url)
+    role_url, role = _as_role(archive_url, PUSH_GRANTS[:2])
+    try:
+        code, _, err = run("--db", build_store(tmp_path / "a.db", sessions=1, messages=1), "archive", "push",
+                           role_url, "--host", "h")
+        assert code == 1 and "permission denied" in err and len(err.splitlines()) == 1
+    finally:
+        _drop_role(archive_url, role)

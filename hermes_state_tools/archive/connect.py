@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from hermes_state_tools.errors import ArchiveDriverMissingError, ArchiveUnreachableError, ArchiveURLError
+from hermes_state_tools.errors import (
+    ArchiveDriverMissingError,
+    ArchiveError,
+    ArchiveUnreachableError,
+    ArchiveURLError,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -102,9 +107,14 @@ def connected(url: str | None) -> Iterator[tuple[psycopg.Connection[Any], str]]:
     """The archive's connection and its server's name; a connection lost on the way is said as unreachable."""
     resolved = resolve_url(url)
     conn = open_connection(resolved)
+    pg_driver = driver()
     try:
         yield conn, server_name(resolved)
-    except driver().OperationalError as exc:
+    except pg_driver.errors.InsufficientPrivilege as exc:
+        first = " ".join(str(exc).strip().splitlines()[:1])
+        raise ArchiveError(f"archive {server_name(resolved)}: {first}; nothing more was written "
+                           "(the grants a role needs: docs/archive.md)") from exc
+    except pg_driver.OperationalError as exc:
         if not conn.closed and not conn.broken:
             raise
         raise _unreachable(resolved, exc) from exc

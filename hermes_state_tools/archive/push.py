@@ -15,15 +15,17 @@ other (an advisory lock). Local deletions never delete from the archive.
 
 from __future__ import annotations
 
+import itertools
 import socket
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.archive import rows
-from hermes_state_tools.archive.connect import connected
+from hermes_state_tools.archive.connect import connected, driver
 from hermes_state_tools.archive.schema import MESSAGE_COLUMNS, NAMESPACE, SESSION_COLUMNS, migrate
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.store.opening import reading
@@ -78,6 +80,8 @@ _MERGE = {"sessions": _merge_sql("sessions", SESSION_COPY, "id"),
           "messages": _merge_sql("messages", MESSAGE_COPY, "local_id")}
 _COPY = {"sessions": f"COPY pg_temp.stage_sessions ({_quoted(SESSION_COPY)}) FROM STDIN",
          "messages": f"COPY pg_temp.stage_messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"}
+_APPEND = f"COPY {NAMESPACE}.messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"
+_MOVE_MARK = f"UPDATE {NAMESPACE}.hosts SET message_mark = greatest(message_mark, %s) WHERE host = %s"
 
 
 def _prepare_staging(pg: Any) -> None:
@@ -102,9 +106,23 @@ def write_batch(pg: Any, table: str, records: Iterable[tuple[Any, ...]], host: s
         cur.execute(_MERGE[table])
         written = int(cur.fetchone()[0])
         if mark is not None:
-            cur.execute(f"UPDATE {NAMESPACE}.hosts SET message_mark = greatest(message_mark, %s) WHERE host = %s",
-                        (mark, host))
+            cur.execute(_MOVE_MARK, (mark, host))
     return read, written
+
+
+def append_batch(pg: Any, batch: list[tuple[Any, ...]], host: str, mark: int) -> tuple[int, int]:
+    """Messages above the host's mark: no archive holds them (the mark moves with its rows in one
+    transaction, and one push of a host runs at a time), so they are COPYed straight into the table,
+    at COPY's speed. An archive that holds some anyway (edited by hand) gets the staging merge."""
+    try:
+        with pg.transaction(), pg.cursor() as cur:
+            with cur.copy(_APPEND) as copy:
+                for record in batch:
+                    copy.write_row(record)
+            cur.execute(_MOVE_MARK, (mark, host))
+    except driver().errors.UniqueViolation:
+        return write_batch(pg, "messages", batch, host, mark)
+    return len(batch), len(batch)
 
 
 class LocalFile:
@@ -125,14 +143,19 @@ class LocalFile:
         join = (f" LEFT JOIN main.{extras.SESSION_TABLE} x ON x.session_id = s.id" if self.session_extra else "")
         data = "x.data" if self.session_extra else "NULL"
         sql = f"SELECT s.*, {data} FROM main.sessions s{join}{where} ORDER BY s.id"
-        yield from self.conn.execute(sql, params)
+        yield from self._tuples(sql, params)
 
     def message_rows(self, where: str, params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
         """(row..., hst extra text) of the messages of `where`, in id order; `id` first (checked)."""
         join = (f" LEFT JOIN main.{extras.MESSAGE_TABLE} x ON x.message_id = m.id" if self.message_extra else "")
         data = "x.data" if self.message_extra else "NULL"
-        yield from self.conn.execute(f"SELECT m.id, m.*, {data} FROM main.messages m{join} WHERE {where} "
-                                     "ORDER BY m.id", params)
+        yield from self._tuples(f"SELECT m.id, m.*, {data} FROM main.messages m{join} WHERE {where} ORDER BY m.id",
+                                params)
+
+    def _tuples(self, sql: str, params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples: a million sqlite3.Row objects cost more than the push's encoding
+        yield from cursor.execute(sql, params)
 
     def session_record(self, host: str, row: tuple[Any, ...]) -> tuple[Any, ...]:
         return rows.session_record(host, self.sessions, row[:-1], row[-1])
@@ -142,16 +165,15 @@ class LocalFile:
         return rows.message_record(host, self.messages, row[0], row[1:-1], row[-1], self.content_at)
 
 
-def _archived_session_hashes(pg: Any, host: str) -> dict[str, bytes]:
-    with pg.cursor() as cur:
-        cur.execute(f"SELECT id, row_hash FROM {NAMESPACE}.sessions WHERE host = %s", (host,))
-        return {row[0]: bytes(row[1]) for row in cur}
-
-
-def _changed_sessions(local: LocalFile, host: str, archived: dict[str, bytes]) -> list[str]:
-    """Ids of the local sessions whose row the archive lacks or holds otherwise."""
-    return [row[0] for row in local.session_rows()
-            if archived.get(row[0]) != local.session_record(host, row)[-1]]
+def _session_chunks(local: LocalFile, host: str, pg: Any) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, bytes]]]:
+    """The local sessions' archive records in slices, with the hashes the archive holds of each slice
+    (a slice at a time: memory stays flat however many sessions a host has)."""
+    records = (local.session_record(host, row) for row in local.session_rows())
+    while chunk := list(itertools.islice(records, _SESSIONS_PER_LOOK)):
+        with pg.cursor() as cur:
+            cur.execute(f"SELECT id, row_hash FROM {NAMESPACE}.sessions WHERE host = %s AND id = ANY(%s)",
+                        (host, [record[1] for record in chunk]))
+            yield chunk, {row[0]: bytes(row[1]) for row in cur}
 
 
 def _batches(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int = BATCH_ROWS,
@@ -174,10 +196,14 @@ _CONTENT_AT = MESSAGE_COPY.index("content")
 _HASH_AT = MESSAGE_COPY.index("row_hash")
 
 
-def _resend_changed(pg: Any, local: LocalFile, host: str, changed: list[str], mark: int, counts: _Counts) -> None:
+def _resend_changed(pg: Any, local: LocalFile, host: str, mark: int, counts: _Counts) -> None:
     """Step 1: messages at or below the mark of changed sessions, those the archive holds otherwise."""
-    for first in range(0, len(changed), _SESSIONS_PER_LOOK):
-        ids = changed[first:first + _SESSIONS_PER_LOOK]
+    if mark <= 0:
+        return  # nothing of this host was archived yet
+    for chunk, archived in _session_chunks(local, host, pg):
+        ids = [record[1] for record in chunk if archived.get(record[1]) != record[-1]]
+        if not ids:
+            continue
         with pg.cursor() as cur:
             cur.execute(f"SELECT local_id, row_hash FROM {NAMESPACE}.messages WHERE host = %s AND "
                         "session_id = ANY(%s) AND local_id <= %s", (host, ids, mark))
@@ -204,26 +230,37 @@ def _push_new_messages(pg: Any, local: LocalFile, host: str, mark: int, counts: 
                        on_batch: Callable[[int], None] | None, rows_per_batch: int) -> int:
     """Step 2: messages above the mark, one batch per transaction, the mark moving with each."""
     records = (local.message_record(host, row) for row in local.message_rows("m.id > ?", (mark,)))
-    for batch in _batches(records, _CONTENT_AT, rows_per_batch):
-        top = batch[-1][1]
-        read, written = write_batch(pg, "messages", batch, host, int(top))
-        counts.messages += written
-        counts.present += read - written
-        counts.batches += 1
-        mark = max(mark, int(top))
-        if on_batch is not None:
-            on_batch(read)
+    # The server writes one batch while this thread reads and encodes the next (the wait for the
+    # server releases the GIL); batches still commit one after another, in id order.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive-push") as writer:
+        pending: Future[tuple[int, int]] | None = None
+        for batch in _batches(records, _CONTENT_AT, rows_per_batch):
+            if pending is not None:
+                _count_appended(pending.result(), counts, on_batch)
+            mark = max(mark, int(batch[-1][1]))
+            pending = writer.submit(append_batch, pg, batch, host, mark)
+        if pending is not None:
+            _count_appended(pending.result(), counts, on_batch)
     return mark
 
 
-def _push_sessions(pg: Any, local: LocalFile, host: str, archived: dict[str, bytes], counts: _Counts) -> None:
+def _count_appended(result: tuple[int, int], counts: _Counts, on_batch: Callable[[int], None] | None) -> None:
+    read, written = result
+    counts.messages += written
+    counts.present += read - written
+    counts.batches += 1
+    if on_batch is not None:
+        on_batch(read)
+
+
+def _push_sessions(pg: Any, local: LocalFile, host: str, counts: _Counts) -> None:
     """Step 3: the session rows the archive lacks or holds otherwise."""
-    records = (local.session_record(host, row) for row in local.session_rows())
-    differing = (record for record in records if archived.get(record[1]) != record[-1])
-    for batch in _batches(differing, SESSION_COPY.index("system_prompt")):
-        _read, written = write_batch(pg, "sessions", batch)
-        counts.sessions += written
-        counts.batches += 1
+    for chunk, archived in _session_chunks(local, host, pg):
+        differing = [record for record in chunk if archived.get(record[1]) != record[-1]]
+        if differing:
+            _read, written = write_batch(pg, "sessions", differing)
+            counts.sessions += written
+            counts.batches += 1
 
 
 def _register_host(pg: Any, host: str, local: LocalFile) -> int:
@@ -250,10 +287,9 @@ def push_file(path: Path, url: str | None, host: str | None = None,
         _prepare_staging(pg)
         mark = _register_host(pg, host, local)
         counts = _Counts()
-        archived = _archived_session_hashes(pg, host)
-        _resend_changed(pg, local, host, _changed_sessions(local, host, archived), mark, counts)
+        _resend_changed(pg, local, host, mark, counts)
         mark = _push_new_messages(pg, local, host, mark, counts, on_batch, rows_per_batch)
-        _push_sessions(pg, local, host, archived, counts)
+        _push_sessions(pg, local, host, counts)
         with pg.transaction(), pg.cursor() as cur:
             cur.execute(f"UPDATE {NAMESPACE}.hosts SET last_push = now() WHERE host = %s", (host,))
     return PushReport(host, server, counts.sessions, counts.messages, counts.present, mark, counts.batches)

@@ -13,7 +13,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -90,6 +90,9 @@ class Shape:
     columns: tuple[ArchiveColumn, ...]
     positions: tuple[int | None, ...]  # per archive column: its index in the local row (None: the file lacks it)
     leftover: tuple[tuple[str, int], ...]  # the file's columns the archive has no column for
+    # The Python types of a row's values -> whether each fits its column's type: a layout's rows come in
+    # a handful of such signatures, so the type check is one dictionary look.
+    signatures: dict[tuple[type, ...], bool] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, names: Sequence[str], columns: tuple[ArchiveColumn, ...], skip: tuple[str, ...] = ()) -> Shape:
@@ -100,18 +103,30 @@ class Shape:
 
     def split(self, row: Sequence[Any]) -> tuple[list[Any], str | None]:
         """The real columns' values and the extra jsonb text (None: nothing left over)."""
-        values: list[Any] = []
+        values = [None if at is None else row[at] for at in self.positions]
+        if not self.leftover and self._all_fit(values):
+            return values, None  # the common row, checked in one pass
         extra: dict[str, Any] = {}
-        for column, at in zip(self.columns, self.positions, strict=True):
-            value = None if at is None else row[at]
-            if _fits(value, column.pg_type):
-                values.append(value)
-            else:
-                values.append(_readable(value) if column.pg_type == "text" else None)
-                extra[column.name] = encode(value)
+        for k, column in enumerate(self.columns):
+            if not _fits(values[k], column.pg_type):
+                extra[column.name] = encode(values[k])
+                values[k] = _readable(values[k]) if column.pg_type == "text" else None
         for name, at in self.leftover:
             extra[name] = encode(row[at])
         return values, (_canonical(extra).decode() if extra else None)
+
+    def _all_fit(self, values: list[Any]) -> bool:
+        kinds = tuple(map(type, values))
+        fits = self.signatures.get(kinds)
+        if fits is None:
+            fits = self.signatures[kinds] = all(
+                kind is type(None) or kind is _PYTHON_TYPE[column.pg_type]
+                for kind, column in zip(kinds, self.columns, strict=True))
+        return fits and not any("\x00" in v for v in values if type(v) is str) and all(
+            -_INT64 <= v < _INT64 for v in values if type(v) is int)
+
+
+_PYTHON_TYPE: dict[str, type] = {"text": str, "bigint": int, "double precision": float}
 
 
 def session_shape(names: Sequence[str]) -> Shape:
