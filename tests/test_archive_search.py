@@ -15,7 +15,7 @@ def fleet(tmp_path: Path, archive_url: str) -> str:
     """Two hosts whose session ids overlap, with words, phrases, CJK and roles to tell apart."""
     texts = {
         "laptop": [("user", "deploy nginx on the laptop"), ("assistant", "nginx restarted after deploy"),
-                   ("tool", "disk usage 93 percent"), ("user", "東京の天気は晴れです")],
+                   ("tool", "disk usage 93 percent"), ("user", "東京の天気は晴れです"), ("user", "東京nginxが落ちた")],
         "server": [("user", "configure caddy instead of nginx"), ("assistant", "deployment finished"),
                    ("user", "the weather in 大阪 is rainy"), ("tool", "kubectl apply done")],
     }
@@ -38,12 +38,17 @@ def _hits(url: str, query: str, *options: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("query", "expected"), [
-    ("nginx", {"deploy nginx on the laptop", "nginx restarted after deploy", "configure caddy instead of nginx"}),
+    ("nginx", {"deploy nginx on the laptop", "nginx restarted after deploy", "configure caddy instead of nginx",
+               "東京nginxが落ちた"}),
+    ("ngin*", {"deploy nginx on the laptop", "nginx restarted after deploy", "configure caddy instead of nginx",
+               "東京nginxが落ちた"}),
+    ("gin", set()),
     ('"nginx restarted"', {"nginx restarted after deploy"}),
     ("caddy OR kubectl", {"configure caddy instead of nginx", "kubectl apply done"}),
-    ("nginx NOT caddy", {"deploy nginx on the laptop", "nginx restarted after deploy"}),
+    ("nginx NOT caddy", {"deploy nginx on the laptop", "nginx restarted after deploy", "東京nginxが落ちた"}),
+    ("nginx 東京", {"東京nginxが落ちた"}),
     ("deploy*", {"deploy nginx on the laptop", "nginx restarted after deploy", "deployment finished"}),
-    ("東京", {"東京の天気は晴れです"}),
+    ("東京", {"東京の天気は晴れです", "東京nginxが落ちた"}),
     ("天気 OR 大阪", {"東京の天気は晴れです", "the weather in 大阪 is rainy"}),
     ("weather 大阪", {"the weather in 大阪 is rainy"}),
     ("absent", set()),
@@ -54,13 +59,13 @@ def test_the_local_syntax_finds_what_it_finds_locally(fleet: str, query: str, ex
 
 def test_filters_narrow_by_host_source_and_role(fleet: str) -> None:
     assert {h for h, _ in _hits(fleet, "nginx", "--host", "server")} == {"server"}
-    assert {h for h, _ in _hits(fleet, "nginx", "--source", "cli")} == {"laptop"}
+    assert {h for h, _ in _hits(fleet, "caddy OR restarted", "--source", "cli")} == {"laptop"}
     assert _hits(fleet, "nginx", "--role", "assistant") == [("laptop", "nginx restarted after deploy")]
 
 
 def test_dates_bound_the_search(fleet: str) -> None:
     assert _hits(fleet, "nginx", "--until", "2000-01-01") == []
-    assert len(_hits(fleet, "nginx", "--since", "2000-01-01")) == 3
+    assert len(_hits(fleet, "nginx", "--since", "2000-01-01")) == 4
 
 
 def test_results_are_newest_first_and_bounded_by_the_limit(fleet: str) -> None:

@@ -11,6 +11,7 @@ are left out unless `everything`, as the local search leaves them out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,15 +67,38 @@ def _tsquery(node: Node, params: list[Any]) -> str | None:
     return "(" + (" && " if isinstance(node, And) else " || ").join(p for p in parts if p) + ")"
 
 
+def _has_word(node: Node) -> bool:
+    """Whether `node` holds a plain word (which is also looked for glued to CJK, so not in one tsquery)."""
+    if isinstance(node, Latin):
+        return not node.phrase and node.text.isascii()
+    if isinstance(node, Substring):
+        return False
+    if isinstance(node, Not):
+        return _has_word(node.child)
+    return any(_has_word(child) for child in node.children)
+
+
 def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def _glued(node: Latin, params: list[Any]) -> str:
+    """A word glued to CJK (`東京nginxが`) is inside one CJK token of the tsvector: it is also looked
+    for in the CJK messages' text, delimited by anything but an ASCII letter or digit (as the local
+    search's trigram side table holds such words)."""
+    word = node.text.lower()
+    params.append("(^|[^a-z0-9])" + re.escape(word) + ("" if node.prefix else "([^a-z0-9]|$)"))
+    return "m.cjk ~* %s"
+
+
 def condition(node: Node, params: list[Any]) -> str:
     """The SQL condition on `messages m` that `node` asks for."""
-    query = _tsquery(node, params)
-    if query is not None:
-        return f"m.tsv @@ {query}"
+    if isinstance(node, Latin) and not node.phrase and node.text.isascii():
+        query = _latin_tsquery(node, params)
+        return f"(m.tsv @@ {query} OR {_glued(node, params)})"
+    combined = _tsquery(node, params) if not _has_word(node) else None
+    if combined is not None:
+        return f"m.tsv @@ {combined}"
     if isinstance(node, Substring):
         params.append(_like(node.text))
         return "m.cjk LIKE %s"

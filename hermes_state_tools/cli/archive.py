@@ -56,6 +56,8 @@ def push(url: str | None, host: str | None, as_json: bool) -> None:
       hermes-state --db laptop.db archive push --host laptop --json
     """
     from hermes_state_tools.archive.push import push_file
+    from hermes_state_tools.store.opening import on_newer_schema
+    on_newer_schema(None)  # no "reading the version 6 columns only" warning: a push reads every column
     emit(push_file(settings().db, url, host).as_dict(), _human_push)
 
 
