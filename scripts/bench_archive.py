@@ -59,7 +59,10 @@ def store(folder: Path, messages: int) -> Path:
 
 
 def timed_push(db: Path, url: str) -> tuple[float, int]:
-    """Seconds and peak RSS (KiB) of one push in a child process."""
+    """Seconds and peak RSS (KiB) of one push in a child process, into an archive whose tables exist
+    (as the bare COPY's do)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn, url)
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-c", _PUSH, str(db), url])
     _pid, status, usage = os.wait4(child.pid, 0)
