@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=100_000)
     parser.add_argument("--hosts", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2, help="push and COPY this many times each, alternated")
+    parser.add_argument("--no-search", action="store_true", help="push, COPY and RSS only")
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "hst_bench_archive")
     args = parser.parse_args()
@@ -147,6 +148,8 @@ def main() -> None:
         _seconds, rss_small = timed_push(small, url)
         print(f"peak RSS: {rss_small / 1024:.0f} MiB at {args.small:,}, {rss_big / 1024:.0f} MiB at "
               f"{args.messages:,}: ratio {rss_big / rss_small:.2f} (bar <= 1.2)")
+        if args.no_search:
+            return
         grow_hosts(url, args.hosts)  # the small store's messages under --hosts host names
         total = args.small * args.hosts
         cases = {"selective word (< 20 ms)": [WORDS[-k] for k in range(1, 21)],

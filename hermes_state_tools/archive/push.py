@@ -1,12 +1,14 @@
 """`archive push`: stream this host's state.db (only read) into the archive, incrementally and idempotently.
 
-Each batch is COPYed into a temporary staging table and merged in one statement, in one transaction
-with the host's high-water mark (the highest local message id archived). In order:
+Each batch is one transaction. In order:
 
-1. messages at or below the mark of sessions whose row changed since the last push (a rewind, a
-   compaction), those whose hash differs from the archived one;
-2. messages above the mark, in id order, the mark moving with each batch;
-3. session rows whose hash differs from the archived one (new, ended, retitled, counters, flags).
+1. messages at or below the host's high-water mark (the highest local message id archived) of
+   sessions whose row changed since the last push (a rewind, a compaction), those whose hash differs
+   from the archived one: COPYed into a temporary staging table and merged in one statement;
+2. messages above the mark, in id order: COPYed straight into the table with the mark moved in the
+   same transaction (no archive holds rows above its mark; one that does gets the merge);
+3. session rows whose hash differs from the archived one (new, ended, retitled, counters, flags):
+   staged and merged.
 
 A session's row is written last, so a push killed at any moment leaves its hash old and the next
 push does steps 1-3 again: it leaves what one clean push leaves. Two pushes of one host wait for each
