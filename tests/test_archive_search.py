@@ -92,3 +92,14 @@ def test_an_empty_archive_finds_nothing(archive_url: str) -> None:
     assert _hits(archive_url, "nginx") == []
     code, doc, _ = run("archive", "status", archive_url, "--json")
     assert code == 0 and doc["hosts"] == [] and doc["schema_version"] is None
+
+
+@pytest.mark.parametrize("query", ["nginx", '"nginx restarted"', "caddy OR kubectl", "nginx NOT caddy", "deploy*",
+                                   "東京", "nginx 東京", "天気 OR 大阪"])
+def test_the_newest_first_walk_finds_what_collecting_every_match_finds(
+        fleet: str, query: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_state_tools.archive import search
+
+    collected = _hits(fleet, query)
+    monkeypatch.setattr(search, "FEW_MATCHES", -1)  # every term counts as common: walked newest first
+    assert _hits(fleet, query) == collected

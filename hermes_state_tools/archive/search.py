@@ -126,18 +126,48 @@ def _filters(filters: SearchFilters, params: list[Any]) -> str:
     return "".join(f" AND {clause}" for clause in clauses)
 
 
-def search_sql(node: Node, filters: SearchFilters, limit: int) -> tuple[str, list[Any]]:
-    """The search statement and its parameters (newest first, bounded by `limit`)."""
+_FROM = (f"FROM {NAMESPACE}.messages m LEFT JOIN {NAMESPACE}.sessions s "
+         "ON s.host = m.host AND s.id = m.session_id")
+_COLUMNS = ("m.host, m.session_id, m.local_id, m.role, m.timestamp, m.tool_name, s.source, s.title, "
+            f"left(m.content, {_SNIPPET_SOURCE_CHARS})")
+_NEWEST = "ORDER BY m.timestamp DESC, m.host DESC, m.local_id DESC LIMIT %s"
+# Up to this many estimated matches, every match is collected through the word and CJK indexes and the
+# newest kept; beyond, the messages are walked newest first until LIMIT matches are met.
+FEW_MATCHES = 5000
+
+
+def search_sql(node: Node, filters: SearchFilters, limit: int, many: bool) -> tuple[str, list[Any]]:
+    """The search statement and its parameters (newest first, bounded by `limit`): for `many` matches
+    the newest-first walk, else all matches collected through the indexes, then sorted."""
     params: list[Any] = []
-    where = condition(node, params)
-    where += _filters(filters, params)
+    where = condition(node, params) + _filters(filters, params)
     params.append(limit)
-    ns = NAMESPACE
-    sql = (f"SELECT m.host, m.session_id, m.local_id, m.role, m.timestamp, m.tool_name, s.source, s.title, "
-           f"left(m.content, {_SNIPPET_SOURCE_CHARS}) FROM {ns}.messages m LEFT JOIN {ns}.sessions s "
-           f"ON s.host = m.host AND s.id = m.session_id WHERE {where} "
-           "ORDER BY m.timestamp DESC, m.host DESC, m.local_id DESC LIMIT %s")
-    return sql, params
+    if many:
+        return f"SELECT {_COLUMNS} {_FROM} WHERE {where} {_NEWEST}", params
+    return (f"WITH hits AS MATERIALIZED (SELECT m.host, m.local_id {_FROM} WHERE {where}) SELECT {_COLUMNS} "
+            f"FROM hits JOIN {NAMESPACE}.messages m USING (host, local_id) LEFT JOIN {NAMESPACE}.sessions s "
+            f"ON s.host = m.host AND s.id = m.session_id {_NEWEST}"), params
+
+
+def _estimated_matches(cur: Any, node: Node, filters: SearchFilters) -> float:
+    """The planner's estimate of how many messages match (its statistics of the words' frequency)."""
+    params: list[Any] = []
+    where = condition(node, params) + _filters(filters, params)
+    cur.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 {_FROM} WHERE {where}", params)
+    return float(cur.fetchone()[0][0]["Plan"]["Plan Rows"])
+
+
+def _found(pg: Any, node: Node, filters: SearchFilters, limit: int) -> list[tuple[Any, ...]]:
+    """The matching rows. A common term is walked newest first (the planner is kept from collecting
+    every match to sort them); a rare one is collected whole through the indexes (walking would read
+    every message to find it). The planner's own estimate of the term's frequency chooses."""
+    with pg.transaction(), pg.cursor() as cur:
+        many = _estimated_matches(cur, node, filters) > FEW_MATCHES
+        if many:
+            cur.execute("SET LOCAL enable_bitmapscan = off")
+        sql, params = search_sql(node, filters, limit, many)
+        cur.execute(sql, params)
+        return list(cur.fetchall())
 
 
 def run_search(pg: Any, query: str, filters: SearchFilters, limit: int) -> list[dict[str, Any]]:
@@ -145,14 +175,10 @@ def run_search(pg: Any, query: str, filters: SearchFilters, limit: int) -> list[
     node = parse(query)
     if node is None or read_version(pg) is None:
         return []
-    sql, params = search_sql(node, filters, limit)
     needle = first_term(node) or ""
     keys = ("host", "session_id", "message_id", "role", "timestamp", "tool_name", "source", "title")
-    with pg.cursor() as cur:
-        cur.execute(sql, params)
-        found = cur.fetchall()
     return [{**dict(zip(keys, row[:-1], strict=True)), "snippet": make_snippet(row[-1] or "", needle)}
-            for row in found]
+            for row in _found(pg, node, filters, limit)]
 
 
 def search_archive(url: str | None, query: str, filters: SearchFilters, limit: int = 20) -> ArchiveSearchReport:
