@@ -108,8 +108,11 @@ def grow_hosts(url: str, hosts: int) -> None:
 
 
 def p95(url: str, queries: list[str]) -> float:
+    """p95 of the queries' times, each run three times after a first run that warms the cache."""
     times = []
     with psycopg.connect(url, autocommit=True) as conn:
+        for query in queries:
+            run_search(conn, query, SearchFilters(), 20)
         for query in queries * 3:
             started = time.perf_counter()
             run_search(conn, query, SearchFilters(), 20)
@@ -151,13 +154,16 @@ def main() -> None:
         if args.no_search:
             return
         grow_hosts(url, args.hosts)  # the small store's messages under --hosts host names
-        total = args.small * args.hosts
-        cases = {"selective word (< 20 ms)": [WORDS[-k] for k in range(1, 21)],
-                 "common word (< 100 ms)": list(ZIPF_TOP),
-                 "prefix (< 100 ms)": [w[:3] + "*" for w in WORDS[100:110]],
-                 "phrase (< 100 ms)": [f'"{a} {b}"' for a, b in itertools.pairwise(ZIPF_TOP)]}
-        for name, queries in cases.items():
-            print(f"search p95 over {total:,} messages from {args.hosts} hosts, {name}: {p95(url, queries):.1f} ms")
+        search_figures(url, args.small * args.hosts, args.hosts)
+
+
+def search_figures(url: str, total: int, hosts: int) -> None:
+    cases = {"selective word (< 20 ms)": WORDS[3000:3020],  # each in about 0.1% of the messages
+             "common word (< 100 ms)": list(ZIPF_TOP),
+             "prefix (< 100 ms)": [w[:3] + "*" for w in WORDS[100:110]],
+             "phrase (< 100 ms)": [f'"{a} {b}"' for a, b in itertools.pairwise(ZIPF_TOP)]}
+    for name, queries in cases.items():
+        print(f"search p95 over {total:,} messages from {hosts} hosts, {name}: {p95(url, queries):.1f} ms")
 
 
 if __name__ == "__main__":
