@@ -127,6 +127,25 @@ def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tm
     assert (folder / "state.db").stat().st_mode & 0o777 == 0o444
 
 
+@pytest.mark.parametrize("writable_file", [False, True])
+def test_upgrade_of_a_current_file_this_user_cannot_write_has_nothing_to_do(tmp_path, public_dir, writable_file):
+    # Nothing is pending, so nothing would be written: the read-only folder is no reason to refuse (it was 2).
+    reason = _can_run_as_nobody()
+    if reason:
+        pytest.skip(reason)
+    folder = public_dir / "store"
+    folder.mkdir()
+    shutil.copyfile(build_healthy(tmp_path / "state.db"), folder / "state.db")
+    (folder / "state.db").chmod(0o666 if writable_file else 0o444)
+    folder.chmod(0o555)
+    before = {p.name: sha256(p) for p in folder.iterdir()}
+    result = run("--db", folder / "state.db", "upgrade", "--no-progress", user=NOBODY)
+    assert result.returncode == 0 and "nothing to do" in result.stdout, result.stderr
+    done = json.loads(run("--db", folder / "state.db", "upgrade", "--json", user=NOBODY).stdout)
+    assert (done["from_version"], done["to_version"], done["steps"], done["backup"]) == (6, 6, [], None)
+    assert {p.name: sha256(p) for p in folder.iterdir()} == before
+
+
 @pytest.mark.parametrize("args", READ_COMMANDS, ids=" ".join)
 def test_read_commands_leave_no_file_beside_a_cleanly_closed_database(tmp_path, args):
     path = build_healthy(tmp_path / "state.db")
