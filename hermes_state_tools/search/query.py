@@ -11,6 +11,7 @@ from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.jsonutil import content_text
 from hermes_state_tools.search import newest, trigram
 from hermes_state_tools.search.sanitize import contains_cjk, first_term, parse, plain_terms, sanitize_fts5_query
+from hermes_state_tools.search.text_functions import TextFunction
 from hermes_state_tools.tables.fts import text_index
 
 SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS = ">>>", "<<<", "..."
@@ -171,14 +172,15 @@ def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tupl
     # instr() rather than LIKE: LIKE stops at a NUL, and multimodal content starts with one
     # ("\x00json:"); instr() compares whole values, and `%`/`_` in it are plain characters.
     # A single character must stand alone: `a AND OR b` found the `a` of `Can` in every message.
-    conn.create_function(_ALONE_FUNCTION, 2, stands_alone, deterministic=True)
-    likes = " AND ".join(f"{_ALONE_FUNCTION}(m.content, ?)" if len(needle) == 1 else
+    alone = TextFunction(conn, _ALONE_FUNCTION, stands_alone, more=1)
+    likes = " AND ".join(alone.call("m.content", "?") if len(needle) == 1 else
                          "instr(lower(m.content), lower(?)) > 0" for needle in needles)
     sql = _SELECT.format(snippet="NULL", content="m.content") + (
         f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {likes}{where} "
         "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
     )
     results = [dict(row) for row in conn.execute(sql, (*needles, *params, limit, offset))]
+    alone.check()
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needles[0])
     return Answer(results, None if floor is None else LITERAL_WINDOW)
@@ -190,13 +192,15 @@ def cjk_search(conn: sqlite3.Connection, query: str, filters: tuple[str, list[An
     node = parse(query)
     if node is None:
         return []
-    where, params = trigram.condition(conn, node)
+    where, params, glued = trigram.condition(conn, node)
     extra, extra_params = filters
     sql = _SELECT.format(snippet="NULL", content="m.content") + (
         f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {where}{extra} "
         "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
     )
     results = [dict(row) for row in conn.execute(sql, (*params, *extra_params, limit, offset))]
+    if glued is not None:
+        glued.check()
     needle = first_term(node) or ""
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needle)
