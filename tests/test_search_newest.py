@@ -18,7 +18,7 @@ from hermes_state_tools.search.sanitize import sanitize_fts5_query
 
 # Words sharing prefixes, in ASCII and not (folded alike by the tokenizer: Déploy is deploy), digits.
 WORDS = ["deploy", "deployment", "DEPLOYED", "dep", "Déploy", "déjà", "staging", "stage", "st", "go",
-         "café", "cafe", "naïve", "x-ray", "a1b2", "über", "12", "123abc"]
+         "café", "cafe", "naïve", "x-ray", "a1b2", "über", "12", "123abc", "Ωmega", "ωmegas"]
 SEPARATORS = [" ", " ", " ", ", ", "-", "\n", "_", " 🙂 ", ". "]
 FTS_SNIPPET = "snippet(messages_fts, 0, '>>>', '<<<', '...', 40)"
 
@@ -124,10 +124,14 @@ def test_a_query_of_more_than_one_term_or_a_plain_word_is_left_to_fts5(common):
         assert newest.lone_term(common, fts_query) is None, fts_query
     assert newest.lone_term(common, '"a b c a b"') is None
     assert newest.lone_term(common, '"a b b a c"') is not None  # "a" comes back, but no end is a start
-    assert newest.lone_term(common, '"a b c"') == newest.LoneTerm('"a b c"', False)
-    assert newest.lone_term(common, "Dé*") == newest.LoneTerm("Dé*", True, "")
+    assert newest.lone_term(common, '"A b-c"') == newest.LoneTerm('"A b-c"', False, b" a  b  c ")
+    assert newest.lone_term(common, "Dé*") == newest.LoneTerm("Dé*", True, b" de")  # folded as FTS5 folds it
+    assert newest.lone_term(common, "über*") == newest.LoneTerm("über*", True, b" uber")
+    assert newest.lone_term(common, '"Ωmega x"') == newest.LoneTerm('"Ωmega x"', False, b"")  # all in FTS5
+    assert newest._ascii_words("Go, go-GO!\n x_1 ") == (b" go  go  go  x  1 ", 5)
     # x1* is a lone prefix, rarer than one message in PREFIX_SCAN_FACTOR: FTS5 answers it
-    assert newest.prefix_counts(common, newest.LoneTerm("x1*", True, "x1"), ("", []), 100) is None
+    x1 = newest.lone_term(common, "x1*")
+    assert x1 is not None and newest.prefix_counts(common, x1, ("", []), 100) is None
     check_against_fts5(common, "x1*", ("", []), 100, 5, 0)
 
 

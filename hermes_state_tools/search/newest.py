@@ -4,12 +4,13 @@ FTS5 answers a prefix (`deploy*`) by merging the lists of every word that starts
 it is asked (the floor of the window, the ranking, bm25's statistics: seconds at a million messages),
 and bm25 counts every row that holds a phrase before it ranks one (its idf). The order a lone term
 gets from bm25 needs neither: with one phrase in the query, the idf is the same factor in every row's
-score. So for a query that is one prefix or one phrase (and a v6 index: one column, the default
-tokenizer), the newest matches are found (a prefix: by indexing the newest messages in a private
-in-memory FTS5 table with the same tokenizer, which matches each text as the file's index does), and
-each is scored as bm25 scores it: its instances (counted from highlight()) and its length against the
-file's average, with the file's own statistics. The results are the ones FTS5 ranks first among the
-same newest matches (ties newest first); anything else is left to FTS5 (None).
+score. So for a query that is one prefix or one phrase (on a v6 index: one column, the default
+tokenizer), the newest matches are found (a phrase's by FTS5, a prefix's among the newest messages),
+and each is scored as bm25 scores it, from its instances and its length in tokens against the file's
+average. The tokens are counted here for ASCII text, which the default tokenizer splits into runs of
+letters and digits, and by FTS5 itself in a private in-memory table for any other text. The results
+are the ones FTS5 ranks first among the same newest matches (ties newest first), with FTS5's
+snippets; anything else is left to FTS5 (None).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ K1, B = 1.2, 0.75
 # than one message in PREFIX_SCAN_FACTOR is left to FTS5 (whose prefix merge is small for it).
 PREFIX_SCAN_FACTOR = 5
 _MARK = "\x01"
+_ASCII_TOKEN = re.compile(r"[0-9a-z]+")
 _LONE_TERM = re.compile(r'^(?:([^\W_]+)(\*?)|"([^"]+)"(\*?))$')
 _SCRATCH = "hst_newest"
 
@@ -37,7 +39,7 @@ class LoneTerm:
 
     text: str  # the FTS5 query
     prefix: bool
-    ascii_word: str = ""  # a prefix of ASCII letters and digits, lower-cased: tokenized here for ASCII text
+    ascii_needle: bytes = b""  # its instances in ASCII text as _ascii_words spells it ("": a word is not ASCII)
 
 
 def lone_term(conn: sqlite3.Connection, fts_query: str) -> LoneTerm | None:
@@ -50,8 +52,20 @@ def lone_term(conn: sqlite3.Connection, fts_query: str) -> LoneTerm | None:
     prefix = bool(found.group(2) or found.group(4))
     if len(words) != 1 if prefix else len(words) < 2 or _overlaps_itself(words):
         return None
-    bare = found.group(1) or ""
-    return LoneTerm(fts_query, prefix, bare.lower() if prefix and bare.isascii() else "")
+    needle = " " + "  ".join(words) + ("" if prefix else " ")
+    return LoneTerm(fts_query, prefix, needle.encode() if all(map(_ASCII_TOKEN.fullmatch, words)) else b"")
+
+
+# The default tokenizer on ASCII text: runs of letters and digits, lower-cased; all else separates.
+_ASCII_FOLD = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
+
+
+def _ascii_words(text: str) -> tuple[bytes, int]:
+    """ASCII text's tokens, each between two spaces (" a  b  c "), and how many. A prefix's instances are
+    then its occurrences after a space, a phrase's those of its words so spelt: counted by bytes.count
+    (instances of a phrase never overlap: lone_term sees to it)."""
+    words = text.encode("ascii").translate(_ASCII_FOLD).split()
+    return b" " + b"  ".join(words) + b" ", len(words)
 
 
 def _overlaps_itself(words: list[str]) -> bool:
@@ -99,8 +113,6 @@ def _varints(blob: bytes) -> list[int]:
 
 # id -> (instances of the term, length in tokens): what bm25 reads of a row
 Counts = dict[int, tuple[int, int]]
-# What the default tokenizer makes of ASCII text: runs of letters and digits, lower-cased.
-_ASCII_TOKEN = re.compile(r"[0-9a-z]+")
 
 
 def ranked(counts: Counts, texts: dict[int, Any], average: float, limit: int, offset: int) -> list[tuple[int, Any]]:
@@ -128,7 +140,7 @@ def _sizes(conn: sqlite3.Connection, table: str, ids: list[int]) -> dict[int, in
     return sizes
 
 
-def _highlighted(conn: sqlite3.Connection, table: str, found: list[tuple[int, Any, Any]]) -> Counts | None:
+def _highlighted(conn: sqlite3.Connection, table: str, found: list[Any]) -> Counts | None:
     """Counts from highlight()'s marks (those the text held before subtracted) and FTS5's lengths."""
     sizes = _sizes(conn, table, [row[0] for row in found])
     counts: Counts = {}
@@ -141,15 +153,15 @@ def _highlighted(conn: sqlite3.Connection, table: str, found: list[tuple[int, An
 
 def phrase_counts(conn: sqlite3.Connection, term: LoneTerm, filters: tuple[str, list[Any]],
                   floor: int) -> tuple[Counts, dict[int, Any]] | None:
-    """Counts and texts of the matches from `floor` up, read from the file's index (a phrase: FTS5
-    finds its newest matches fast; only its idf would read them all)."""
+    """Counts and texts of the matches from `floor` up (FTS5 finds a phrase's newest matches fast;
+    only its idf would read them all)."""
     where, params = filters
-    join = f" JOIN messages m ON m.id = {FTS_TABLE}.rowid{_join(where)}" if where else ""
-    found = [(row[0], row[1], row[2]) for row in conn.execute(
-        f"SELECT {FTS_TABLE}.rowid, highlight({FTS_TABLE}, 0, ?, ''), {FTS_TABLE}.content FROM {FTS_TABLE}"
-        f"{join} WHERE {FTS_TABLE} MATCH ?{where} AND {FTS_TABLE}.rowid >= ?", (_MARK, term.text, *params, floor))]
-    counts = _highlighted(conn, FTS_TABLE, found)
-    return None if counts is None else (counts, {row[0]: row[2] for row in found})
+    rows = [(row[0], row[1]) for row in conn.execute(
+        f"SELECT m.id, m.content FROM {FTS_TABLE} JOIN messages m ON m.id = {FTS_TABLE}.rowid{_join(where)} "
+        f"WHERE {FTS_TABLE} MATCH ?{where} AND {FTS_TABLE}.rowid >= ?", (term.text, *params, floor))]
+    counts = _counts(term, rows)
+    # every row is a match: one the count finds none in is an index that disagrees with the text
+    return None if counts is None or len(counts) != len(rows) else (counts, dict(rows))
 
 
 def _scratch_counts(term: LoneTerm, rows: list[tuple[int, Any]]) -> Counts | None:
@@ -167,21 +179,19 @@ def _scratch_counts(term: LoneTerm, rows: list[tuple[int, Any]]) -> Counts | Non
 
 
 def _counts(term: LoneTerm, rows: list[tuple[int, Any]]) -> Counts | None:
-    """Counts of the rows that match the prefix: ASCII text tokenized here as the default tokenizer
-    tokenizes it (an ASCII word prefix), any other text in a scratch table."""
+    """Counts of the rows that match: ASCII text tokenized here as the default tokenizer tokenizes
+    it, any other text in a scratch table."""
     counts: Counts = {}
     rest = rows
-    if term.ascii_word:
-        starts = re.compile("(?<![0-9a-z])" + term.ascii_word)
+    if term.ascii_needle:
         rest = []
         for rowid, text in rows:
             if not (isinstance(text, str) and text.isascii()):
                 rest.append((rowid, text))
                 continue
-            lowered = text.lower()
-            tf = len(starts.findall(lowered))
-            if tf:
-                counts[rowid] = (tf, len(_ASCII_TOKEN.findall(lowered)))
+            spelt, length = _ascii_words(text)
+            if tf := spelt.count(term.ascii_needle):
+                counts[rowid] = (tf, length)
     others = _scratch_counts(term, rest)
     return None if others is None else {**counts, **others}
 
