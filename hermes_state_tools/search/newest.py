@@ -151,17 +151,16 @@ def _highlighted(conn: sqlite3.Connection, table: str, found: list[Any]) -> Coun
     return counts
 
 
-def phrase_counts(conn: sqlite3.Connection, term: LoneTerm, filters: tuple[str, list[Any]],
-                  floor: int) -> tuple[Counts, dict[int, Any]] | None:
-    """Counts and texts of the matches from `floor` up (FTS5 finds a phrase's newest matches fast;
-    only its idf would read them all)."""
-    where, params = filters
-    rows = [(row[0], row[1]) for row in conn.execute(
-        f"SELECT m.id, m.content FROM {FTS_TABLE} JOIN messages m ON m.id = {FTS_TABLE}.rowid{_join(where)} "
-        f"WHERE {FTS_TABLE} MATCH ?{where} AND {FTS_TABLE}.rowid >= ?", (term.text, *params, floor))]
+def texts_counts(conn: sqlite3.Connection, term: LoneTerm, ids: list[int]) -> tuple[Counts, dict[int, Any]] | None:
+    """Counts and texts of matches FTS5 found (a phrase's newest: only its idf would read them all)."""
+    rows: list[tuple[int, Any]] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start:start + _CHUNK]
+        rows += [(row[0], row[1]) for row in conn.execute(
+            f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
     counts = _counts(term, rows)
     # every row is a match: one the count finds none in is an index that disagrees with the text
-    return None if counts is None or len(counts) != len(rows) else (counts, dict(rows))
+    return None if counts is None or len(counts) != len(ids) else (counts, dict(rows))
 
 
 def _scratch_counts(term: LoneTerm, rows: list[tuple[int, Any]]) -> Counts | None:

@@ -58,16 +58,25 @@ def window_for(offset: int, limit: int, window: int | None = None) -> int:
     return base * max(1, -(-(offset + limit) // base))
 
 
+def _newest_first(where: str) -> str:
+    join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if where else ""
+    return (f"SELECT messages_fts.rowid FROM messages_fts{join} WHERE messages_fts MATCH ?{where} "
+            "ORDER BY messages_fts.rowid DESC")
+
+
 def recent_floor(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
                  window: int) -> int | None:
     """The rowid of the `window`-th newest match (after filters); None when there are fewer matches."""
     where, params = filters
-    join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if where else ""
-    row = conn.execute(
-        f"SELECT messages_fts.rowid FROM messages_fts{join} WHERE messages_fts MATCH ?{where} "
-        "ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?", (fts_query, *params, window - 1)
-    ).fetchone()
+    row = conn.execute(_newest_first(where) + " LIMIT 1 OFFSET ?", (fts_query, *params, window - 1)).fetchone()
     return None if row is None else int(row[0])
+
+
+def recent_matches(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+                   window: int) -> list[int]:
+    """The rowids of the `window` newest matches (after filters), newest first."""
+    where, params = filters
+    return [int(row[0]) for row in conn.execute(_newest_first(where) + " LIMIT ?", (fts_query, *params, window))]
 
 
 def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
@@ -91,10 +100,12 @@ def fts_ranked(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, lis
     found = None
     if term is not None and term.prefix and (found := newest.prefix_counts(conn, term, filters, wanted)):
         floor: int | None = min(found[0])
+    elif term is not None:  # a phrase: FTS5 finds its newest matches fast
+        matches = recent_matches(conn, fts_query, filters, wanted)
+        floor = matches[-1] if len(matches) == wanted else None
+        found = newest.texts_counts(conn, term, matches) if floor is not None else None
     else:
         floor = recent_floor(conn, fts_query, filters, wanted)
-        if floor is not None and term is not None:
-            found = newest.phrase_counts(conn, term, filters, floor)
     average = newest.average_length(conn) if found else None
     if term is not None and found is not None and average is not None:
         counts, texts = found
