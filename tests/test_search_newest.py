@@ -145,3 +145,8 @@ def test_search_messages_on_the_facade_ranks_a_common_prefix_among_the_newest(tm
         hits = db.search_messages("deploy*", limit=3)
         assert [h["id"] for h in hits] == [36, 31, 40]  # two instances, then the shortest, newest first
         assert all(h["snippet"].count(">>>") >= 1 and h["context"] for h in hits)
+
+
+def test_varints_read_as_sqlite_writes_them():
+    assert newest._varints(bytes([0x05, 0x81, 0x00, 0x7F])) == [5, 128, 127]
+    assert newest._varints(bytes([0xFF] * 9)) == [2**64 - 1]
