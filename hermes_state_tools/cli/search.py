@@ -88,8 +88,8 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
     Hermes' file, what that Hermes leaves out of search (rewound messages) is left out here
     too, and --all finds it; messages compacted away are found, as Hermes finds them.
 
-    A query matching more than 2,000 messages (a common word) is ranked among its 2,000 most
-    recent matches only, so it answers in milliseconds at any size; --json then reports
+    A query matching more than 2,000 messages (a common word, prefix or phrase) is ranked among
+    its 2,000 most recent matches only, so it answers in milliseconds at any size; --json then reports
     "ranked_among": 2000 (null when every match was ranked). When no message holds the words as
     whole words, they are looked for as literal text in the 50,000 most recent messages (a store
     that holds more reports "literal_among": 50000).
