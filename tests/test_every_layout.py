@@ -105,3 +105,38 @@ def test_hermes_reads_what_the_import_wrote(name: str, tmp_path: Path) -> None:
                             (LEGACY_ID,)).fetchone() == (4, 1)
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["schema_version"] > 6])
+def test_search_finds_what_that_hermes_finds(name: str, tmp_path: Path) -> None:
+    """The same messages as that version's own search_messages found in the file it wrote (its manifest
+    records them): rewound ones left out, compacted-away ones found, tool names found from v11."""
+    from hermes_state_tools.views.search import search_report
+
+    db = load(name, tmp_path / "state.db")
+    for query_text, found in manifest()[name]["hermes_view"]["search"].items():
+        ours = sorted(hit["id"] for hit in search_report(db, query_text, limit=1000)["results"])
+        assert ours == found, query_text
+
+
+@pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["scenario"].get("archived")])
+def test_archived_sessions_are_listed_only_with_all(name: str, tmp_path: Path) -> None:
+    from hermes_state_tools.views.sessions import list_page
+
+    db = load(name, tmp_path / "state.db")
+    archived = set(manifest()[name]["scenario"]["archived"])
+    assert not archived & {s["id"] for s in list_page(db, limit=1000)["sessions"]}
+    assert archived <= {s["id"] for s in list_page(db, limit=1000, show_all=True)["sessions"]}
+
+
+@pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["scenario"].get("rewound_messages")])
+def test_sessions_show_leaves_out_rewound_messages_unless_all(name: str, tmp_path: Path) -> None:
+    from hermes_state_tools.views.sessions import show_session
+
+    db = load(name, tmp_path / "state.db")
+    rewound = set(manifest()[name]["scenario"]["rewound_messages"])
+    session = query(db, f"SELECT session_id FROM messages WHERE id = {min(rewound)}")[0]["session_id"]
+    shown = {m["id"] for m in show_session(db, session)["messages"]}
+    assert not shown & rewound
+    assert rewound <= {m["id"] for m in show_session(db, session, show_all=True)["messages"]}
+    assert sorted(shown) == manifest()[name]["hermes_view"]["messages"][session]
