@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import signal
@@ -253,6 +254,15 @@ class ToolGroup(click.Group):
         if cmd_name not in self.commands and cmd_name in self.lazy:
             importlib.import_module(self.lazy[cmd_name])
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[Any, ...]:
+        """Like click's, but "did you mean" looks among the lazy commands too, not only loaded ones."""
+        name = args[0]
+        if not (ctx.resilient_parsing or name.startswith("-") or self.get_command(ctx, name)):
+            close = difflib.get_close_matches(name, self.list_commands(ctx))
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {' or '.join(map(repr, close))}?")
+        return super().resolve_command(ctx, args)
 
     context_class = helptext.Context
     command_class = helptext.Command
