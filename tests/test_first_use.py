@@ -35,3 +35,22 @@ def test_a_mistyped_command_gets_a_did_you_mean(store: Path, typed: str, meant: 
 def test_a_command_like_nothing_known_gets_no_guess(store: Path) -> None:
     result = cli("--db", store, "frobnicate")
     assert result.exit_code == 2 and result.stderr == "hermes-state: No such command 'frobnicate'.\n"
+
+
+def test_backup_to_a_name_with_a_trailing_slash_makes_that_folder(store: Path, tmp_path: Path) -> None:
+    first = cli("--db", store, "backup", f"{tmp_path / 'backups'}/")
+    second = cli("--db", store, "backup", f"{tmp_path / 'backups'}/")
+    assert first.exit_code == second.exit_code == 0, first.stderr + second.stderr
+    assert (tmp_path / "backups").is_dir() and len(list((tmp_path / "backups").iterdir())) == 2
+
+
+def test_backup_to_a_file_named_with_a_trailing_slash_is_refused(store: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("mine")
+    result = cli("--db", store, "backup", f"{tmp_path / 'notes'}/")
+    assert result.exit_code == 2 and "ends in a slash" in result.stderr
+    assert (tmp_path / "notes").read_text() == "mine"
+
+
+def test_backup_into_a_missing_folder_of_a_missing_folder_is_refused(store: Path, tmp_path: Path) -> None:
+    result = cli("--db", store, "backup", f"{tmp_path / 'no' / 'backups'}/")
+    assert result.exit_code == 2 and "does not exist" in result.stderr and not (tmp_path / "no").exists()

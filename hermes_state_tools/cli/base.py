@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 import orjson
@@ -55,6 +55,8 @@ from hermes_state_tools.errors import (
     UnknownSourceError,
     UnsafeDestinationError,
 )
+
+PathOrText = TypeVar("PathOrText", str, Path)
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
 EXIT_DAMAGED, EXIT_BUG, EXIT_IO = 65, 70, 74  # sysexits.h: EX_DATAERR, EX_SOFTWARE, EX_IOERR
@@ -420,11 +422,13 @@ def when(epoch: float | None) -> str:
     return local_time(epoch) if epoch else "-"
 
 
-def existing_folder(_ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+def existing_folder(_ctx: click.Context, param: click.Parameter, value: PathOrText | None) -> PathOrText | None:
     """An output path's folder must exist: a typo in it should not create folders on a guess."""
-    if value is not None and not value.expanduser().parent.is_dir():
-        raise click.BadParameter(f"folder {value.expanduser().parent} does not exist (create it first)",
+    if value is None:
+        return None
+    if not Path(value).expanduser().parent.is_dir():
+        raise click.BadParameter(f"folder {Path(value).expanduser().parent} does not exist (create it first)",
                                  param=param)
-    return value.expanduser() if value is not None else None
+    return type(value)(os.path.expanduser(value))  # as text, a trailing slash (a folder) stays
 
 
