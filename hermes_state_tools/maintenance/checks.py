@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.schema import (
     FTS_TABLE,
     INDEXES,
@@ -287,6 +287,7 @@ def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement 
     skipped: list[tuple[str, str]] = []
     if quick:  # the one check --quick leaves out, not folded into its one pass over the rows (quick_rows)
         skipped.append((_name(foreign_roles), "not run by --quick: it reads every message's role"))
+    expect(progress, sum(only is None or _name(check) in only for check in checks))
     for n in sorted(range(len(checks)), key=lambda n: _waits(checks[n])):
         name = _name(checks[n])
         if only is not None and name not in only:
