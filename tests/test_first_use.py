@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,14 @@ def test_backup_to_a_file_named_with_a_trailing_slash_is_refused(store: Path, tm
 def test_backup_into_a_missing_folder_of_a_missing_folder_is_refused(store: Path, tmp_path: Path) -> None:
     result = cli("--db", store, "backup", f"{tmp_path / 'no' / 'backups'}/")
     assert result.exit_code == 2 and "does not exist" in result.stderr and not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_search_that_finds_nothing_exits_1_as_grep_does(store: Path, as_json: bool) -> None:
+    flags = ["--json"] if as_json else []
+    found, missed = cli("--db", store, "search", "disk", *flags), cli("--db", store, "search", "zebra", *flags)
+    assert (found.exit_code, missed.exit_code) == (0, 1) and missed.stderr == ""
+    if as_json:
+        assert json.loads(missed.stdout)["results"] == [] and json.loads(missed.stdout)["ok"] is True
+    else:
+        assert missed.stdout == "no matches\n"

@@ -20,7 +20,8 @@ else ~/.hermes/state.db.
 \b
 Exit codes:
   0   success; for check/repair/maintain: healthy
-  1   problems found or left (listed in the report), or records not imported
+  1   problems found or left (listed in the report), or records not imported;
+      for search: nothing matched (as grep)
   2   usage error, a missing file, or a file that is not a Hermes database
   3   the database has a newer schema than this tool (nothing was changed)
   65  the database file is damaged (run check, then recover)
