@@ -53,6 +53,7 @@ class MaintainReport:
             "ok": not self.unfixed, "path": self.path,
             "check": {"ok": not self.check.findings, "problems": checked["problems"]},
             "skipped": checked["skipped"], "notes": checked["notes"], "damaged": self.damaged,
+            "sqlite_wal_reset_bug": checked["sqlite_wal_reset_bug"],
             "repairs": list(self.repairs), "unfixed": list(self.unfixed), **plain(self.housekeeping),
             "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
         }
