@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from import_helpers import LEGACY_HOME
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
+from hermes_state_tools.ingest import run
 
 
 def cli(*args: object):
@@ -66,3 +68,15 @@ def test_a_search_that_finds_nothing_exits_1_as_grep_does(store: Path, as_json: 
         assert json.loads(missed.stdout)["results"] == [] and json.loads(missed.stdout)["ok"] is True
     else:
         assert missed.stdout == "no matches\n"
+
+
+def test_ctrl_c_in_a_first_import_says_that_the_re_run_starts_over(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "write_batch", interrupted)
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "state.db"), "import-jsonl", str(LEGACY_HOME)])
+    assert result.exit_code == 1 and "re-run to finish" not in result.stderr
+    assert "nothing of it was kept" in result.stderr and "a re-run starts over" in result.stderr
+    assert list(tmp_path.iterdir()) == []

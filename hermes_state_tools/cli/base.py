@@ -47,6 +47,7 @@ from hermes_state_tools.errors import (
     DestinationFullError,
     DestinationUnwritableError,
     HermesStateError,
+    NewStoreInterrupted,
     NotAHermesDatabaseError,
     SameDatabaseError,
     SchemaTooNewError,
@@ -207,8 +208,8 @@ def quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_OK)
 
 
-# True of a write into an existing file (what was committed stays whole) and of a first import built
-# aside (nothing of it is placed): nothing is left half-written.
+# True of a write into an existing file: what was committed stays whole. A first import built aside
+# says instead that nothing of it was kept (errors.NewStoreInterrupted).
 INTERRUPTED = "interrupted; nothing was left half-written, re-run to finish"
 
 
@@ -302,6 +303,8 @@ class ToolGroup(click.Group):
             # committed before the interrupt stays whole, and nothing half-written does.
             interrupted = isinstance(exc.__context__, KeyboardInterrupt)
             message = INTERRUPTED if interrupted else "aborted"
+            if isinstance(exc.__context__, NewStoreInterrupted):  # a first import: nothing was kept
+                message = str(exc.__context__)
             say(message)
             if "--json" in argv:
                 _failure_document(message)
