@@ -80,3 +80,16 @@ def test_ctrl_c_in_a_first_import_says_that_the_re_run_starts_over(tmp_path: Pat
     assert result.exit_code == 1 and "re-run to finish" not in result.stderr
     assert "nothing of it was kept" in result.stderr and "a re-run starts over" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_list_at_80_columns_keeps_the_start_beside_a_long_source_name(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        for n, source in enumerate(["homeassistant", "telegram", "cli"]):
+            db.create_session(f"20260521_10000{n}_0badcafe", source)
+            db.append_message(f"20260521_10000{n}_0badcafe", "user", "the porch light stays on all night " * 3)
+        db.set_session_title("20260521_100001_0badcafe", "porch light")
+    result = CliRunner().invoke(main, ["--db", str(path), "sessions", "list"], env={"COLUMNS": "80"})
+    header, *rows = result.stdout.splitlines()[:-1]
+    assert header.split()[:2] == ["id", "started"] and all(len(line) <= 80 for line in rows)
+    assert "porch light ·" in rows[1] and header.count("title") == 1
