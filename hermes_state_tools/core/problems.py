@@ -57,8 +57,8 @@ _KINDS = (
                 "that session"),
     ProblemKind("index_only", False, "the index lists a session whose transcript was not read; nothing was made of "
                 "its entry"),
-    ProblemKind("no_messages", False, "a file held a session with no messages, which no index entry describes; "
-                "no session was made from it"),
+    ProblemKind("no_messages", False, "a session with no messages (a file of none, or an index entry whose "
+                "transcript holds none); no session was made from it"),
     # Writing
     ProblemKind("not_stored", True, "a session could not be written; nothing of it was stored"),
     ProblemKind("title_renamed", False, "a title already taken got a ' #N' suffix"),
