@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,38 @@ def test_the_list_at_80_columns_keeps_the_start_beside_a_long_source_name(tmp_pa
     header, *rows = result.stdout.splitlines()[:-1]
     assert header.split()[:2] == ["id", "started"] and all(len(line) <= 80 for line in rows)
     assert "porch light ·" in rows[1] and header.count("title") == 1
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A Hermes home with its sessions/, its logs/ and a copy kept beside them."""
+    home = tmp_path / ".hermes"
+    shutil.copytree(LEGACY_HOME, home)
+    shutil.copytree(home / "sessions", home / "sessions.bak")
+    return home
+
+
+def _more_in_home(db: Path, *paths: Path) -> list[dict[str, object]]:
+    result = cli("--db", db, "import-jsonl", *paths, "--json")
+    return [p for p in json.loads(result.stdout)["problems"] if p["kind"] == "more_in_home"]
+
+
+def test_importing_a_homes_sessions_folder_says_what_else_the_home_holds(home: Path, tmp_path: Path) -> None:
+    [said] = _more_in_home(tmp_path / "state.db", home / "sessions")
+    assert said["file"] == str(home) and not said["failure"]
+    assert "logs/, sessions.bak/" in str(said["detail"]) and f"hermes-state import-jsonl {home}" in str(said["detail"])
+    human = cli("--db", tmp_path / "other.db", "import-jsonl", home / "sessions").stdout
+    assert "notice more_in_home x1" in human and f"hermes-state import-jsonl {home}" in human
+
+
+def test_nothing_more_is_said_when_the_home_or_all_its_folders_are_named(home: Path, tmp_path: Path) -> None:
+    assert _more_in_home(tmp_path / "a.db", home) == []
+    assert _more_in_home(tmp_path / "b.db", home / "sessions", home / "logs", home / "sessions.bak") == []
+    [said] = _more_in_home(tmp_path / "c.db", home / "sessions", home / "logs")
+    assert "holds sessions.bak/, which" in str(said["detail"])
+
+
+def test_the_import_examples_name_the_home_not_its_sessions_folder() -> None:
+    for args in (["--help"], ["import-jsonl", "--help"]):
+        text = cli(*args).stdout
+        assert "import-jsonl ~/.hermes" in text and "~/.hermes/sessions" not in text

@@ -49,7 +49,7 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
     \b
     Examples:
       hermes-state status
-      hermes-state --db ./state.db import-jsonl ~/.hermes/sessions
+      hermes-state --db ./state.db import-jsonl ~/.hermes
       hermes-state upgrade --json
     """
     ctx.obj = Settings(db.expanduser() if db is not None else default_db_path(), debug)

@@ -29,6 +29,8 @@ _KINDS = (
     ProblemKind("skipped_file", False, "a file that is not a transcript (noise, temporary, dumps) was not read"),
     ProblemKind("profile_skipped", False, "a profiles/<name>/ folder is imported into its own database"),
     ProblemKind("nothing_found", False, "no legacy transcript files under the paths given"),
+    ProblemKind("more_in_home", False, "a folder of a HERMES_HOME was named alone: the home holds more "
+                "transcripts (logs/, copies kept beside them), not read; name the home to import them"),
     # Lines and records
     ProblemKind("blank_line", False, "a blank line was skipped"),
     ProblemKind("decoded_cp1252", False, "text that is not UTF-8 was decoded from a Windows code page"),
