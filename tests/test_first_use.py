@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from damage import build_healthy, cli
 from import_helpers import LEGACY_HOME
 
 from hermes_state_tools import SessionDB
@@ -15,17 +16,9 @@ from hermes_state_tools.cli import main
 from hermes_state_tools.ingest import run
 
 
-def cli(*args: object):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    path = tmp_path / "state.db"
-    with SessionDB(path) as db:
-        db.create_session("s1", "cli")
-        db.append_message("s1", "user", "disk usage is high")
-    return path
+    return build_healthy(tmp_path / "state.db")
 
 
 @pytest.mark.parametrize(("typed", "meant"), [("stauts", "status"), ("import-json", "import-jsonl"),
@@ -46,6 +39,7 @@ def test_backup_to_a_name_with_a_trailing_slash_makes_that_folder(store: Path, t
     second = cli("--db", store, "backup", f"{tmp_path / 'backups'}/")
     assert first.exit_code == second.exit_code == 0, first.stderr + second.stderr
     assert (tmp_path / "backups").is_dir() and len(list((tmp_path / "backups").iterdir())) == 2
+    assert first.stdout.startswith("backed up 4 sessions and 8 messages to ")
 
 
 def test_backup_to_a_file_named_with_a_trailing_slash_is_refused(store: Path, tmp_path: Path) -> None:
@@ -129,3 +123,11 @@ def test_the_import_examples_name_the_home_not_its_sessions_folder() -> None:
     for args in (["--help"], ["import-jsonl", "--help"]):
         text = cli(*args).stdout
         assert "import-jsonl ~/.hermes" in text and "~/.hermes/sessions" not in text
+
+
+def test_a_backup_of_one_session_says_session(tmp_path: Path) -> None:
+    with SessionDB(tmp_path / "state.db") as db:
+        db.create_session("s1", "cli")
+        db.append_message("s1", "user", "hello")
+    result = cli("--db", tmp_path / "state.db", "backup", tmp_path / "copy.db")
+    assert result.exit_code == 0 and result.stdout.startswith("backed up 1 session and 1 message to ")

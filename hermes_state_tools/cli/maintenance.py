@@ -201,8 +201,8 @@ def backup(dest: str, keep: int | None, as_json: bool) -> None:
     """
     from hermes_state_tools.store.backup import backup_file
     doc = backup_file(settings().db, dest, keep).as_dict()
-    emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
-                        f"({d['bytes']:,} bytes, verified)"
+    emit(doc, lambda d: f"backed up {plural(d['sessions'], 'session')} and {plural(d['messages'], 'message')} "
+                        f"to {d['path']} ({d['bytes']:,} bytes, verified)"
                         + "".join(f"\nremoved old backup {p}" for p in d["removed"]))
 
 
