@@ -9,6 +9,12 @@ class HermesStateError(Exception):
     """Base class of every error this library raises on purpose."""
 
 
+class NewStoreInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or a stop signal) while a new database was built aside: none of it was placed, so a
+    re-run starts over. An interrupt still (not an Exception), so that everything above unwinds as for
+    Ctrl-C; its text says what was lost."""
+
+
 class NotAHermesDatabaseError(HermesStateError):
     """The file is missing, unreadable, not SQLite, or holds no Hermes schema."""
 

@@ -67,6 +67,8 @@ def discover_names(paths: Iterable[Path],
             problem = _profile_skipped(path)
             problems.setdefault((_real(problem.file), problem.kind), problem)
             continue
+        if (rest := _rest_of_home(path, wanted)) is not None:
+            problems.setdefault((_real(rest.file), rest.kind), rest)
         for found in _walk(path):
             if isinstance(found, Problem):
                 problems.setdefault((_real(found.file), found.kind), found)
@@ -97,6 +99,27 @@ def _walk(path: Path) -> Iterator[Found | Problem]:
         yield from _file(str(path), path.is_file())
     else:
         yield from _any_folder(path, set(), nested=False)
+
+
+def _rest_of_home(path: Path, wanted: list[Path]) -> Problem | None:
+    """One transcript folder of a HERMES_HOME named without its home (`~/.hermes/sessions`): the
+    transcripts the home holds beside it (logs/, the copies kept beside them) are not read; say which,
+    and how to read them too."""
+    home = path.parent.parent if path.parent.name == "hermes-agent" else path.parent
+    if not (path.is_dir() and os.path.relpath(path, home) in HOME_FOLDERS and is_home(home)):
+        return None
+    named = [_real(str(w)) for w in wanted]
+
+    def covered(folder: Path) -> bool:
+        real = _real(str(folder))
+        return any(real == n or real.startswith(n.rstrip(os.sep) + os.sep) for n in named)
+
+    rest = [os.path.relpath(p, home) + "/" for p in [*(home / sub for sub in HOME_FOLDERS), *_kept_copies(home)]
+            if p.is_dir() and not covered(p)]
+    if covered(home) or not rest:
+        return None
+    return Problem(str(home), None, "more_in_home", f"this Hermes home also holds {', '.join(rest)}, which were "
+                   f"not read; to import them too (nothing twice): hermes-state import-jsonl {shlex.quote(str(home))}")
 
 
 def is_home(path: Path) -> bool:

@@ -257,9 +257,10 @@ def test_the_list_fits_the_terminal_and_cjk_rows_line_up(store: Path, columns: i
     assert [line.split()[0] for line in rows[1:]] == ["20260521_100000_0badcafe", "20260520_090000_abad1dea",
                                                        "20260519_140233_c0ffee12"]  # ids are never cut
     header = rows[0]
-    preview_at = render.display_width(header[:header.index("preview")])
-    cjk_row = rows[2]  # the preview column starts at the same screen column after the CJK/emoji title
-    assert render.display_width(cjk_row[:cjk_row.index("周末去")]) == preview_at
+    about_at = render.display_width(header[:header.index("title · preview")])
+    cjk_row = rows[2]  # the title column starts at the same screen column on a CJK/emoji title's row
+    assert render.display_width(cjk_row[:cjk_row.index("周末计划")]) == about_at
+    assert render.display_width(rows[1][:rows[1].index("plain title")]) == about_at
 
 
 def test_lineage_goes_from_the_root_down(tmp_path: Path) -> None:

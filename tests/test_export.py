@@ -35,7 +35,6 @@ from hermes_state_tools.views import export
 
 DISK = "20260310_184211_a1c4e9b2"
 OPS = "20260519_140233_c0ffee12"
-EMPTY = "20260401_090000_deadbeef"
 
 
 @pytest.fixture
@@ -100,7 +99,7 @@ def test_the_export_fixture_reads_back_to_every_field(tmp_path, db_path):
 
 def test_json_format_is_one_array_of_the_jsonl_records(home_db):
     document = json.loads(export_bytes(home_db, "--format", "json"))
-    assert isinstance(document, list) and len(document) == 6
+    assert isinstance(document, list) and len(document) == 5
     assert document == lines(export_bytes(home_db))
 
 
@@ -138,7 +137,7 @@ def test_an_unknown_or_ambiguous_session_is_a_usage_error_on_one_line(tmp_path, 
 
 @pytest.mark.parametrize(("options", "expected"), [
     (["--source", "discord"], [OPS]),
-    (["--source", "telegram"], [DISK, EMPTY]),
+    (["--source", "telegram"], [DISK]),
     (["--source", "telegram", "--session", OPS], []),
     (["--source", "discord", "--session", "20260519_14"], [OPS]),
 ])

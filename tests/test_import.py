@@ -143,12 +143,13 @@ def dump(db: Path) -> str:
 
 def test_legacy_home_report_counts(home):
     _, stats = home
-    assert counts(stats) == (6, 0, 26, 4, 8)  # the snapshot's 4 messages are the JSONL's
+    assert counts(stats) == (5, 0, 26, 4, 8)  # the snapshot's 4 messages are the JSONL's
     assert problems(stats) == [
         (f"{CAFE}.jsonl", 1, "decoded_cp1252", False),
         (f"{DISK}.jsonl", 8, "blank_line", False),
         (f"{DISK}.jsonl", 11, "truncated_line", True),
         (f"{EMPTY}.jsonl", None, "empty_file", False),
+        ("sessions.json", None, "no_messages", False),  # its entry of the empty transcript: no session made
     ]
     assert stats.failed
 
@@ -156,7 +157,7 @@ def test_legacy_home_report_counts(home):
 def test_every_message_of_every_transcript_is_stored_once(home):
     db, _ = home
     copies = reader_copies()
-    assert set(copies) == {s for s in sessions(db) if s != EMPTY}
+    assert set(copies) == set(sessions(db))
     for session_id, found in copies.items():
         stored = [view(m) for m in messages(db, session_id)]
         fullest = max(found, key=lambda c: len(c.messages))
@@ -175,7 +176,6 @@ def test_sessions_take_source_user_and_tokens_from_the_index(home):
         MONGOLIA: ("unknown", None),
         CAFE: ("unknown", None),
         DISK: ("telegram", "5551234567"),
-        EMPTY: ("telegram", "5551234567"),
         OPS: ("discord", "2290000000000000002"),
     }
     disk = rows[DISK]
@@ -197,14 +197,11 @@ def test_jsonl_and_snapshot_copies_of_one_session_merge(home):
     assert sessions(db)[DISK]["message_count"] == 8
 
 
-def test_empty_transcript_with_an_index_entry_is_a_session_without_messages(home):
-    db, _ = home
-    row = sessions(db)[EMPTY]
-    assert messages(db, EMPTY) == []
-    assert (row["message_count"], row["started_at"], row["ended_at"], row["end_reason"]) == (
-        0, at("2026-04-01T09:00:00"), at("2026-04-01T09:00:00"), "imported")
-    extra = json.loads(query(db, "SELECT data FROM hst_session_extra WHERE session_id = ?", (EMPTY,))[0]["data"])
-    assert extra["display_name"] == "Weekend Hikers 🥾"
+def test_empty_transcript_with_an_index_entry_is_reported_not_made(home):
+    db, stats = home
+    assert EMPTY not in sessions(db) and messages(db, EMPTY) == []
+    [said] = [p for p in stats.problems if p.kind == "no_messages"]
+    assert said.file.endswith("sessions.json") and EMPTY in said.detail and not said.failure
 
 
 def test_mirror_flag_message_id_and_raw_sharegpt_value_are_kept_as_extra_data(home):
@@ -290,7 +287,7 @@ def test_second_run_imports_nothing_and_changes_nothing(home):
 
 def test_overlapping_paths_read_each_file_once(db_path, local_zone):
     stats = import_paths(db_path, [LEGACY_HOME, HOME_SESSIONS, HOME_SESSIONS / f"{DISK}.jsonl"])
-    assert counts(stats) == (6, 0, 26, 4, 8)
+    assert counts(stats) == (5, 0, 26, 4, 8)
 
 
 def test_snapshots_and_save_files_import_once_with_stable_ids(db_path):

@@ -56,7 +56,7 @@ def test_json_report_has_the_contract_keys_and_one_entry_per_problem(db_path):
     assert code == 1  # the truncated last line could not be stored
     assert {"sessions_created", "sessions_updated", "messages_imported", "messages_skipped_duplicate", "files_read",
             "dry_run", "problems"} <= set(doc)
-    assert counts(doc) == (6, 0, 26, 4, 8) and doc["dry_run"] is False
+    assert counts(doc) == (5, 0, 26, 4, 8) and doc["dry_run"] is False
     assert all(set(p) == {"file", "line", "kind", "detail", "failure"} and p["detail"] for p in doc["problems"])
     assert [p["kind"] for p in doc["problems"] if p["failure"]] == ["truncated_line"]
     assert located(doc, HOME_SESSIONS / "20260310_184211_a1c4e9b2.jsonl") == [(8, "blank_line"),
@@ -66,7 +66,7 @@ def test_json_report_has_the_contract_keys_and_one_entry_per_problem(db_path):
 def test_human_report_names_the_counts_and_each_problem(db_path):
     result = cli("--db", db_path, "import-jsonl", LEGACY_HOME, "--no-progress")
     assert result.exit_code == 1
-    assert ("imported 26 messages: 6 sessions created, 0 updated; 4 already present (in the database or in "
+    assert ("imported 26 messages: 5 sessions created, 0 updated; 4 already present (in the database or in "
             "another copy of the same session); 8 files read") in result.stdout
     assert "1 record could not be stored (exit code 1)" in result.stdout
     assert "  FAILED truncated_line x1: " in result.stdout  # failures first, by kind, then the notices
@@ -122,7 +122,7 @@ def test_a_truncated_index_keeps_its_complete_entries(db_path):
     assert (rows["meta_tools"]["user_id"], rows["meta_tools"]["input_tokens"]) == ("5551234567", 100)
 
 
-def test_empty_transcript_with_an_index_entry_is_only_a_notice(tmp_path, db_path):
+def test_empty_transcript_with_an_index_entry_is_only_notices(tmp_path, db_path):
     folder = tmp_path / "sessions"
     folder.mkdir()
     for name in ("sessions.json", "20260401_090000_deadbeef.jsonl"):
@@ -133,12 +133,13 @@ def test_empty_transcript_with_an_index_entry_is_only_a_notice(tmp_path, db_path
     index = json.loads((folder / "sessions.json").read_text())
     others = sorted(e["session_id"] for e in index.values() if isinstance(e, dict)
                     and e["session_id"] != "20260401_090000_deadbeef")
-    assert [(p["line"], p["kind"]) for p in doc["problems"] if p["kind"] != "index_only"] == [(None, "empty_file")]
+    assert [(p["line"], p["kind"]) for p in doc["problems"] if p["kind"] != "index_only"] == [
+        (None, "empty_file"), (None, "no_messages")]
     listed = [p for p in doc["problems"] if p["kind"] == "index_only"]
     assert sorted(p["detail"].split("session ")[1].split(",")[0] for p in listed) == others
     assert {p["file"] for p in listed} == {str(folder / "sessions.json")}
-    assert counts(doc) == (1, 0, 0, 0, 2)
-    assert list(sessions(db_path)) == ["20260401_090000_deadbeef"]
+    assert counts(doc) == (0, 0, 0, 0, 2)
+    assert list(sessions(db_path)) == []
 
 
 def test_a_rerun_reports_the_same_bad_records_and_fails_again(db_path):
@@ -171,7 +172,7 @@ def test_dry_run_on_an_existing_database_changes_no_byte(db_path):
         _, dry = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl", options=["--dry-run"])
         assert file_digests(db_path) == before
     _, real = import_json(db_path, LEGACY_HOME, LEGACY / "jsonl")
-    assert counts(dry) == counts(real) and counts(closed)[:4] == (6, 0, 26, 4)
+    assert counts(dry) == counts(real) and counts(closed)[:4] == (5, 0, 26, 4)
     assert real["sessions_updated"] == 1 and real["messages_skipped_duplicate"] > 4
 
 
@@ -231,9 +232,9 @@ def test_an_older_schema_is_upgraded_after_a_backup_and_dry_run_leaves_it_alone(
     _, dry = import_json(path, LEGACY_HOME, options=["--dry-run"])
     assert sha256(path) == before and dry["backup"] is None
     _, real = import_json(path, LEGACY_HOME)
-    assert counts(dry) == counts(real) == (6, 0, 26, 4, 8)
+    assert counts(dry) == counts(real) == (5, 0, 26, 4, 8)
     assert content(Path(real["backup"])) == rows
-    assert len(sessions(path)) == len(rows["sessions"]) + 6 and fts_in_sync(path)
+    assert len(sessions(path)) == len(rows["sessions"]) + 5 and fts_in_sync(path)
 
 
 @pytest.mark.parametrize("options", [[], ["--dry-run"]])

@@ -325,7 +325,7 @@ def test_sessions_list_shows_top_level_conversations_newest_first(healthy):
     assert [s["id"] for s in cli_json("--db", healthy, "sessions", "list", "--source", "cli")[1]["sessions"]] == [
         "alpha"]
     human = cli("--db", healthy, "sessions", "list", "--limit", "1").stdout.splitlines()
-    assert human[0].split() == ["id", "started", "last", "active", "source", "msgs", "title", "preview"]
+    assert human[0].split() == ["id", "started", "last", "active", "source", "msgs", "title", "·", "preview"]
     assert len(human) == 3 and human[1].startswith("delta ") and "Delta" in human[1]
     assert human[2] == "1 of 2 sessions"
 

@@ -265,8 +265,20 @@ def test_the_sqlite_version_is_reported_with_a_note_inside_the_wal_reset_range(t
     for command in ("status", "check"):
         code, doc = cli_json("--db", path, command)
         assert code == 0 and doc["sqlite_version"] == sqlite3.sqlite_version
-        assert bool(doc["notes"]) == sqlite_info.has_wal_reset_bug()
+        assert doc["sqlite_wal_reset_bug"] == sqlite_info.has_wal_reset_bug()
+        # said where it matters: status, and a check of a damaged file; not every healthy night
+        assert bool(doc["notes"]) == (command == "status" and sqlite_info.has_wal_reset_bug())
         assert all("WAL-reset" in note for note in doc["notes"])
+    code, doc = cli_json("--db", path, "maintain")
+    assert code == 0 and doc["sqlite_wal_reset_bug"] == sqlite_info.has_wal_reset_bug() and doc["notes"] == []
+
+
+def test_the_wal_reset_note_comes_with_damage_when_the_sqlite_in_use_has_the_bug(tmp_path):
+    path = build_db(tmp_path / "state.db", sessions=20)
+    destroy_btree(path, "messages")
+    code, doc = cli_json("--db", path, "check")
+    assert code == 1 and doc["damaged"]
+    assert any("WAL-reset" in note for note in doc["notes"]) == sqlite_info.has_wal_reset_bug()
 
 
 # -- a full disk -----------------------------------------------------------------------

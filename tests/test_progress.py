@@ -23,12 +23,13 @@ def test_a_long_run_shows_its_steps_and_a_quick_one_shows_nothing(monkeypatch):
     slow_out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", slow_out)
     bar = StepBar("check")
+    bar.expect(2)
     bar("integrity")
     time.sleep(StepBar._DELAY_S + 3 * StepBar._TICK_S)  # one statement running for a while
     shown_while_running = slow_out.getvalue()
     bar("fts sync")
     bar.close()
-    assert "check [00:0" in shown_while_running and "0 steps done, integrity" in shown_while_running
+    assert "check [00:0" in shown_while_running and "step 1 of 2: integrity" in shown_while_running
 
 
 def test_check_names_every_step_it_runs(tmp_path):
@@ -41,3 +42,28 @@ def test_check_names_every_step_it_runs(tmp_path):
     seen.clear()
     check_file(tmp_path / "state.db", quick=True, progress=seen.append)
     assert sorted(seen) == sorted(check_name(c) for c in all_checks(quick=True)) and seen[-1] == "integrity"
+
+
+class _Counted(list[str]):
+    """Hears what a StepBar hears: the steps planned and each step's name."""
+
+    planned = 0
+
+    def __call__(self, name: str) -> None:
+        self.append(name)
+
+    def expect(self, more: int) -> None:
+        self.planned = max(self.planned, len(self)) + more
+
+
+def test_check_and_maintain_announce_every_step_they_run(tmp_path):
+    from damage import build_healthy
+
+    from hermes_state_tools.maintenance.maintain import maintain_file
+
+    seen = _Counted()
+    check_file(build_healthy(tmp_path / "state.db"), progress=seen)
+    assert seen.planned == len(seen) == len(all_checks())
+    seen = _Counted()
+    maintain_file(tmp_path / "state.db", progress=seen)
+    assert seen.planned == len(seen) > len(all_checks())

@@ -20,7 +20,8 @@ else ~/.hermes/state.db.
 \b
 Exit codes:
   0   success; for check/repair/maintain: healthy
-  1   problems found or left (listed in the report), or records not imported
+  1   problems found or left (listed in the report), or records not imported;
+      for search: nothing matched (as grep)
   2   usage error, a missing file, or a file that is not a Hermes database
   3   the database has a newer schema than this tool (nothing was changed)
   65  the database file is damaged (run check, then recover)
@@ -49,7 +50,7 @@ def main(ctx: click.Context, db: Path | None, debug: bool) -> None:
     \b
     Examples:
       hermes-state status
-      hermes-state --db ./state.db import-jsonl ~/.hermes/sessions
+      hermes-state --db ./state.db import-jsonl ~/.hermes
       hermes-state upgrade --json
     """
     ctx.obj = Settings(db.expanduser() if db is not None else default_db_path(), debug)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import signal
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 import orjson
@@ -52,6 +53,7 @@ from hermes_state_tools.errors import (
     DestinationUnwritableError,
     HermesStateError,
     LayoutMismatchError,
+    NewStoreInterrupted,
     NotAHermesDatabaseError,
     SameDatabaseError,
     SchemaTooNewError,
@@ -61,6 +63,8 @@ from hermes_state_tools.errors import (
     UnknownSourceError,
     UnsafeDestinationError,
 )
+
+PathOrText = TypeVar("PathOrText", str, Path)
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
 EXIT_DAMAGED, EXIT_BUG, EXIT_IO = 65, 70, 74  # sysexits.h: EX_DATAERR, EX_SOFTWARE, EX_IOERR
@@ -219,8 +223,8 @@ def quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_OK)
 
 
-# True of a write into an existing file (what was committed stays whole) and of a first import built
-# aside (nothing of it is placed): nothing is left half-written.
+# True of a write into an existing file: what was committed stays whole. A first import built aside
+# says instead that nothing of it was kept (errors.NewStoreInterrupted).
 INTERRUPTED = "interrupted; nothing was left half-written, re-run to finish"
 
 
@@ -269,6 +273,15 @@ class ToolGroup(click.Group):
             importlib.import_module(self.lazy[cmd_name])
         return super().get_command(ctx, cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[Any, ...]:
+        """Like click's, but "did you mean" looks among the lazy commands too, not only loaded ones."""
+        name = args[0]
+        if not (ctx.resilient_parsing or name.startswith("-") or self.get_command(ctx, name)):
+            close = difflib.get_close_matches(name, self.list_commands(ctx))
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {' or '.join(map(repr, close))}?")
+        return super().resolve_command(ctx, args)
+
     context_class = helptext.Context
     command_class = helptext.Command
     group_class = type  # subgroups (`sessions`) are ToolGroups too
@@ -305,6 +318,8 @@ class ToolGroup(click.Group):
             # committed before the interrupt stays whole, and nothing half-written does.
             interrupted = isinstance(exc.__context__, KeyboardInterrupt)
             message = INTERRUPTED if interrupted else "aborted"
+            if isinstance(exc.__context__, NewStoreInterrupted):  # a first import: nothing was kept
+                message = str(exc.__context__)
             say(message)
             if "--json" in argv:
                 _failure_document(message)
@@ -425,11 +440,13 @@ def when(epoch: float | None) -> str:
     return local_time(epoch) if epoch else "-"
 
 
-def existing_folder(_ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+def existing_folder(_ctx: click.Context, param: click.Parameter, value: PathOrText | None) -> PathOrText | None:
     """An output path's folder must exist: a typo in it should not create folders on a guess."""
-    if value is not None and not value.expanduser().parent.is_dir():
-        raise click.BadParameter(f"folder {value.expanduser().parent} does not exist (create it first)",
+    if value is None:
+        return None
+    if not Path(value).expanduser().parent.is_dir():
+        raise click.BadParameter(f"folder {Path(value).expanduser().parent} does not exist (create it first)",
                                  param=param)
-    return value.expanduser() if value is not None else None
+    return type(value)(os.path.expanduser(value))  # as text, a trailing slash (a folder) stays
 
 

@@ -116,14 +116,15 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
                  as_json: bool) -> None:
     """Import legacy Hermes transcripts (sessions/*.jsonl, snapshots, /save files, logs) into state.db.
 
-    PATH may be a HERMES_HOME, a sessions folder, or single files. Re-running imports nothing twice;
+    PATH may be a HERMES_HOME (its sessions/ and logs/ are read, and copies kept beside them such
+    as sessions.bak/), a sessions folder, or single files. Re-running imports nothing twice;
     a session already in the database gains only the messages it lacks. Exit 1 when some record
     could not be stored (all listed in the report).
 
     \b
     Examples:
       hermes-state import-jsonl ~/.hermes
-      hermes-state --db ./state.db import-jsonl ~/.hermes/sessions --dry-run
+      hermes-state --db ./state.db import-jsonl ~/.hermes --dry-run
       hermes-state import-jsonl old/session_20260301_101010_abcdef.json --tz Europe/Lisbon --json
       hermes-state --db new.db import-jsonl ~/.hermes --schema 17
     """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -180,29 +179,30 @@ def vacuum(as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("dest", type=click.Path(path_type=Path), callback=existing_folder)
+@click.argument("dest", type=click.Path(path_type=str), callback=existing_folder)
 @click.option("--keep", type=click.IntRange(min=1), metavar="N",
               help="DEST is a folder: keep the N newest dated backups there, remove older ones.")
 @common_options()
-def backup(dest: Path, keep: int | None, as_json: bool) -> None:
+def backup(dest: str, keep: int | None, as_json: bool) -> None:
     """Copy the database online to DEST and verify the copy.
 
     The copy is written to a temporary file beside DEST, reopened (it must pass integrity_check
     with the same counts as the source snapshot), fsynced, and only then renamed to DEST: a
-    killed or failed backup leaves no DEST. DEST must not exist; an existing folder (or --keep)
-    gets a dated file `state.db.bak-<timestamp>` in it, and with --keep N the oldest beyond N are
-    removed after the new one verified. A full disk exits 74, a damaged source 65.
+    killed or failed backup leaves no DEST. DEST must not exist; a folder (an existing one, or
+    one named with a trailing slash, created then; or any DEST with --keep) gets a dated file
+    `state.db.bak-<timestamp>` in it, and with --keep N the oldest beyond N are removed after
+    the new one verified. A full disk exits 74, a damaged source 65.
 
     \b
     Examples:
       hermes-state backup ~/backups/state-2026-05-01.db
-      hermes-state backup ~/backups --keep 7
+      hermes-state backup ~/backups/ --keep 7
       hermes-state --db ~/.hermes/state.db backup /mnt/usb/state.db --json
     """
     from hermes_state_tools.store.backup import backup_file
     doc = backup_file(settings().db, dest, keep).as_dict()
-    emit(doc, lambda d: f"backed up {d['sessions']:,} sessions and {d['messages']:,} messages to {d['path']} "
-                        f"({d['bytes']:,} bytes, verified)"
+    emit(doc, lambda d: f"backed up {plural(d['sessions'], 'session')} and {plural(d['messages'], 'message')} "
+                        f"to {d['path']} ({d['bytes']:,} bytes, verified)"
                         + "".join(f"\nremoved old backup {p}" for p in d["removed"]))
 
 

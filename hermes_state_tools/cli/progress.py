@@ -57,10 +57,10 @@ class ExportBar:
 
 
 class StepBar:
-    """One line for a long single-call command (check, repair, maintain, upgrade, vacuum): the step
-    running now, the steps done and the time so far. It appears only once the command has run for
-    a second (a quick run stays silent), and a small thread redraws it while one SQLite statement
-    runs for seconds with nothing to report."""
+    """One line for a long single-call command (check, repair, maintain, upgrade, vacuum): the time so
+    far, the step running now, its number and the steps the library planned ("step 3 of 12"). It
+    appears only once the command has run for a second (a quick run stays silent), and a small thread
+    redraws it while one SQLite statement runs for seconds with nothing to report."""
 
     _DELAY_S = 1.0
     _TICK_S = 0.5
@@ -73,18 +73,20 @@ class StepBar:
 
         self._clock = time.monotonic
         self._began = self._clock()
-        self._steps = 0
+        self._steps = self._planned = 0
         self.bar = tqdm(desc=desc, unit="step", file=sys.stderr, delay=self._DELAY_S, leave=False,
-                        bar_format="{desc} [{elapsed}] {n_fmt} steps done{postfix}")
+                        bar_format="{desc} [{elapsed}] {postfix}")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="hst-progress", daemon=True)
         self._thread.start()
 
+    def expect(self, more: int) -> None:
+        self._planned = max(self._planned, self._steps) + more
+
     def __call__(self, name: str) -> None:
-        if self._steps:
-            self.bar.update(1)
         self._steps += 1
-        self.bar.set_postfix_str(name, refresh=False)
+        of = f" of {self._planned}" if self._planned >= self._steps else ""  # a step nobody announced
+        self.bar.set_postfix_str(f"step {self._steps}{of}: {name}", refresh=False)
 
     def _tick(self) -> None:
         while not self._stop.wait(self._TICK_S):

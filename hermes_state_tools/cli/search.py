@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from typing import Any
 
 import click
 
 from hermes_state_tools.cli import helptext, main, render
-from hermes_state_tools.cli.base import common_options, emit, settings, when
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, settings, when
 from hermes_state_tools.views.search import search_report
 
 ROLES = ("user", "assistant", "tool", "system")
@@ -94,6 +95,9 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
     whole words, they are looked for as literal text in the 50,000 most recent messages (a store
     that holds more reports "literal_among": 50000).
 
+    Exit status as grep's: 0 when something matched, 1 when nothing did (--json still prints its
+    document, with "results": []), 2 and above for errors.
+
     \b
     Examples:
       hermes-state search "disk usage"
@@ -103,3 +107,5 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
     query = " ".join(word.removeprefix(_QUERY_MARK) for word in words)
     report = search_report(settings().db, query, list(sources) or None, list(roles) or None, limit, show_all)
     emit({"ok": True, "query": query, **report}, _human)
+    if not report["results"]:  # nothing found: exit 1, so that `if hermes-state search ...` reads as with grep
+        sys.exit(EXIT_PROBLEMS)

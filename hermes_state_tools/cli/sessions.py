@@ -43,9 +43,11 @@ def sessions() -> None:
     """
 
 
-def _title(s: dict[str, Any]) -> str:
+def _about(s: dict[str, Any]) -> str:
+    """The title (most sessions have none) and the preview in one column: "title · preview"."""
     chain = s.get("chain_sessions", 1)
-    return (s.get("title") or "-") + (f" ({chain} sessions)" if chain > 1 else "")
+    title = " ".join(filter(None, [s.get("title"), f"({chain} sessions)" if chain > 1 else None]))
+    return " · ".join(filter(None, [title, s["preview"]])) or "-"
 
 
 def _human_list(doc: dict[str, Any]) -> str:
@@ -54,10 +56,11 @@ def _human_list(doc: dict[str, Any]) -> str:
     # A compression chain is one row: its live tip's id, the chain's start and last activity, and
     # the messages of all its sessions (`sessions lineage` lists them from the root down).
     rows = [[s["id"], _minute(s.get("chain_started_at", s["started_at"])), _minute(s.get("last_active")),
-             s["source"], f"{s.get('chain_message_count', s['message_count']) or 0:,}", _title(s),
-             s["preview"] or "-"] for s in doc["sessions"]]
-    # Narrow terminals lose last activity first, then the start, then the source: never the id.
-    lines = _table(["id", "started", "last active", "source", "msgs", "title", "preview"], rows, (5, 6), (2, 1, 3))
+             s["source"], f"{s.get('chain_message_count', s['message_count']) or 0:,}", _about(s)]
+            for s in doc["sessions"]]
+    # Narrow terminals lose last activity first, then the start, then the source: never the id. One
+    # column for title and preview leaves 80 columns room for the start beside a long source name.
+    lines = _table(["id", "started", "last active", "source", "msgs", "title · preview"], rows, (5,), (2, 1, 3))
     footer = f"{len(doc['sessions']):,} of {plural(doc['total'], 'session')}"
     return "\n".join([*lines, render.dim(footer, render.use_colour())])
 

@@ -29,6 +29,8 @@ _KINDS = (
     ProblemKind("skipped_file", False, "a file that is not a transcript (noise, temporary, dumps) was not read"),
     ProblemKind("profile_skipped", False, "a profiles/<name>/ folder is imported into its own database"),
     ProblemKind("nothing_found", False, "no legacy transcript files under the paths given"),
+    ProblemKind("more_in_home", False, "a folder of a HERMES_HOME was named alone: the home holds more "
+                "transcripts (logs/, copies kept beside them), not read; name the home to import them"),
     # Lines and records
     ProblemKind("blank_line", False, "a blank line was skipped"),
     ProblemKind("decoded_cp1252", False, "text that is not UTF-8 was decoded from a Windows code page"),
@@ -57,8 +59,8 @@ _KINDS = (
                 "that session"),
     ProblemKind("index_only", False, "the index lists a session whose transcript was not read; nothing was made of "
                 "its entry"),
-    ProblemKind("no_messages", False, "a file held a session with no messages, which no index entry describes; "
-                "no session was made from it"),
+    ProblemKind("no_messages", False, "a session with no messages (a file of none, or an index entry whose "
+                "transcript holds none); no session was made from it"),
     # Writing
     ProblemKind("not_stored", True, "a session could not be written; nothing of it was stored"),
     ProblemKind("title_renamed", False, "a title already taken got a ' #N' suffix"),

@@ -22,8 +22,9 @@ def has_wal_reset_bug(version: tuple[int, ...] | None = None) -> bool:
     return first <= tuple(version[:3]) <= last
 
 
-def sqlite_notes() -> list[str]:
-    """Notes for a report (not findings): the WAL-reset warning when the SQLite in use has the bug."""
+def wal_reset_notes() -> list[str]:
+    """The WAL-reset warning when the SQLite in use has the bug, as a note (not a finding). Reports say
+    it where it matters, `status` and a damaged file's check, and carry `sqlite_wal_reset_bug` always."""
     if not has_wal_reset_bug():
         return []
     return [f"SQLite {sqlite_version()} has the WAL-reset bug (3.7.0 through 3.51.2, fixed in 3.51.3): "

@@ -100,12 +100,10 @@ def _rows(plan: SessionPlan) -> tuple[Row, ...]:
 
 
 def _wanted(unit: Unit, existing: bool) -> bool:
-    """An empty transcript becomes a session only with an index entry to describe it; an index entry
-    alone (its transcript gone) or an empty file alone has nothing to build one from, unless the session
-    is already stored. An exported session is always a session, messages or not."""
-    if existing or any(c.messages for c in unit.copies) or any(c.kind == "export" for c in unit.copies):
-        return True
-    return bool(unit.copies) and unit.index_entry is not None
+    """A session of no messages is never made from legacy files (reported instead, by left_out), an
+    index entry describing its empty transcript or not: Hermes' list would show an empty row. A session
+    already stored is planned all the same, and an exported session is always a session."""
+    return existing or any(c.messages for c in unit.copies) or any(c.kind == "export" for c in unit.copies)
 
 
 def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | None = None,
@@ -142,12 +140,16 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
 
 def left_out(unit: Unit) -> Problem | None:
     """Why prepare() made nothing of a unit: an index entry that no transcript read here belongs to,
-    or a file of no messages (a 0-byte file says nothing more: its reader said so already)."""
+    an index entry whose transcript holds no messages, or a file of no messages (a 0-byte file says
+    nothing more: its reader said so already)."""
+    entry = unit.index_entry
     if not unit.files:
-        entry = unit.index_entry
         return None if entry is None else Problem(entry.file, None, "index_only", (
             f"the index lists session {unit.session_id}, but no transcript of it was read here; nothing was "
             "made of its entry (name the folder or file that holds the transcript to import it)"))
+    if entry is not None:
+        return Problem(entry.file, None, "no_messages", f"the index lists session {unit.session_id}, whose "
+                       f"transcript {os.path.basename(unit.files[0])} holds no messages; no session was made")
     if _empty(unit.files[0]):
         return None
     return Problem(unit.files[0], None, "no_messages", f"session {unit.session_id} holds no messages and no index "

@@ -191,14 +191,18 @@ def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[s
 def _dry_run(db_path: Path, files: list[str], tz: tzinfo | None, source: str | None, stats: ImportStats,
              log: ReadLog) -> None:
     """Plan everything without writing (see plan_without_writing)."""
-    plan_without_writing(db_path, stats, lambda conn: UnitReader(files, tz, source, log, parent_links(conn)).units())
+    plan_without_writing(db_path, stats, lambda conn: UnitReader(files, tz, source, log, parent_links(conn)).units(),
+                         log.problems)
 
 
 def plan_without_writing(db_path: Path, stats: ImportStats,
-                         units_of: Callable[[sqlite3.Connection | None], Iterable[Unit]]) -> None:
+                         units_of: Callable[[sqlite3.Connection | None], Iterable[Unit]],
+                         said: list[Problem] | None = None) -> None:
     """A dry run: every unit planned, nothing written; a session met again (a /save file, an export
     line) is planned against what the run would already have written for it, so the counts match a
-    real run. The units come from `units_of`, given the database's read connection (None: none yet)."""
+    real run. The units come from `units_of`, given the database's read connection (None: none yet).
+    What a unit gave nothing to write is said in `said` (the read log, so in the order a real run says
+    it), else in the stats."""
     # A dry run is a read command: it leaves no -wal/-shm beside the database (store/read_open.py).
     conn = open_read_connection(db_path) if db_path.exists() and db_path.stat().st_size else None
     written: dict[str, Existing] = {}
@@ -212,7 +216,7 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
                 before = with_stored_texts(before, load_existing(conn, unit.session_id, True))
             item = prepare(None, unit, before)  # planned against `before`, read once here
             if item is None and (problem := left_out(unit)) is not None:
-                stats.problems.append(problem)
+                (stats.problems if said is None else said).append(problem)
             if item is not None:
                 stats.count(Written.planned(item, retimed_notice(item)))
                 written[unit.session_id] = as_written(item, before)

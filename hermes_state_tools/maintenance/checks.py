@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.schema import (
     FTS_TABLE,
     INDEXES,
@@ -28,7 +28,7 @@ from hermes_state_tools.core.schema import (
     object_names,
     table_columns,
 )
-from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
+from hermes_state_tools.core.sqlite_info import has_wal_reset_bug, sqlite_version, wal_reset_notes
 from hermes_state_tools.errors import DamagedDatabaseError
 from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
 from hermes_state_tools.store.opening import (
@@ -287,6 +287,7 @@ def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement 
     skipped: list[tuple[str, str]] = []
     if quick:  # the one check --quick leaves out, not folded into its one pass over the rows (quick_rows)
         skipped.append((_name(foreign_roles), "not run by --quick: it reads every message's role"))
+    expect(progress, sum(only is None or _name(check) in only for check in checks))
     for n in sorted(range(len(checks)), key=lambda n: _waits(checks[n])):
         name = _name(checks[n])
         if only is not None and name not in only:
@@ -318,7 +319,9 @@ def _quick_check_elsewhere(path: Path) -> list[Finding]:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The findings, the checks that could not run (name, why), notes that are not findings."""
+    """The findings, the checks that could not run (name, why), notes that are not findings (the
+    SQLite's WAL-reset bug among them only when the file is damaged: a cause to rule out, not news
+    each night; `status` says it, and `sqlite_wal_reset_bug` is in every report)."""
 
     findings: tuple[Finding, ...]
     skipped: tuple[tuple[str, str], ...] = ()
@@ -337,8 +340,9 @@ class CheckReport:
     def as_dict(self) -> dict[str, Any]:
         return {"problems": [f.as_dict() for f in self.findings],
                 "skipped": [{"check": name, "reason": why} for name, why in self.skipped],
-                "notes": list(self.notes), "damaged": self.damaged, "schema_newer": self.schema_newer,
-                "sqlite_version": sqlite_version()}
+                "notes": [*self.notes, *(wal_reset_notes() if self.damaged else ())], "damaged": self.damaged,
+                "schema_newer": self.schema_newer, "sqlite_version": sqlite_version(),
+                "sqlite_wal_reset_bug": has_wal_reset_bug()}
 
 
 def check_report(path: Path, quick: bool = False, progress: Steps | None = None) -> CheckReport:
@@ -373,7 +377,7 @@ def _check_once(path: Path, quick: bool, progress: Steps | None, stable: bool) -
         newer = is_newer(version)
         # the other thread reads what this look reads: on the last look, the stable copy
         findings, skipped = _run_in_two_threads(conn.reads or path, conn, quick, progress, newer)
-        report = CheckReport(tuple(findings), tuple(skipped), tuple(sqlite_notes()), newer)
+        report = CheckReport(tuple(findings), tuple(skipped), (), newer)
         return report, bool(report.findings) and writer_arrived(conn, path)
     finally:
         conn.close()
@@ -405,7 +409,7 @@ def _unreadable(exc: DamagedDatabaseError) -> CheckReport:
                                    f"SQLite cannot read the schema ({exc.detail}); `recover` reads the pages", (),
                       "sqlite_master", "canonical")
     skipped = tuple((_name(c), "skipped: the schema cannot be read") for c in all_checks() if _name(c) != "integrity")
-    return CheckReport((finding,), skipped, tuple(sqlite_notes()), False)
+    return CheckReport((finding,), skipped, (), False)
 
 
 def check_file(path: Path, quick: bool = False, progress: Steps | None = None) -> list[Finding]:

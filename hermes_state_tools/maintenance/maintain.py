@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.reports import plain
 from hermes_state_tools.errors import DAMAGED_REFUSAL
 from hermes_state_tools.maintenance.checks import CheckReport, check_report
@@ -53,6 +53,7 @@ class MaintainReport:
             "ok": not self.unfixed, "path": self.path,
             "check": {"ok": not self.check.findings, "problems": checked["problems"]},
             "skipped": checked["skipped"], "notes": checked["notes"], "damaged": self.damaged,
+            "sqlite_wal_reset_bug": checked["sqlite_wal_reset_bug"],
             "repairs": list(self.repairs), "unfixed": list(self.unfixed), **plain(self.housekeeping),
             "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
         }
@@ -86,6 +87,7 @@ def _optimize_and_vacuum(path: Path, progress: Steps | None, proven: bool) -> Ho
     """Drop extra data left by sessions deleted elsewhere, optimize FTS, then VACUUM only when the
     free pages are worth a rewrite. `proven`: the check just now found the file sound."""
     with writing(path, proven=proven) as (conn, runner):
+        expect(progress, 2)
         step(progress, "dropping stale extra data")
         dropped = runner.run(extras.drop_orphans)
         step(progress, "optimizing the search index")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.errors import DamagedDatabaseError
@@ -214,6 +214,7 @@ def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
 def _dry_run(path: Path, problems: tuple[Finding, ...], progress: Steps | None) -> RepairReport:
     """The same repair on a verified copy: the report is exact and the file is not even opened for writing
     (opening for writing alone may switch a rollback-journal file to WAL)."""
+    expect(progress, 1)
     step(progress, "copying for the dry run")
     with scratch_copy(path, purpose="repair") as copy:
         done = repair_file(copy, problems=problems, progress=progress)
@@ -262,6 +263,7 @@ def repair_file(path: Path, dry_run: bool = False, problems: tuple[Finding, ...]
         return _dry_run(path, problems, progress)
     # Fixing the schema is an upgrade in all but name: keep the file as it was first, as upgrade does.
     backup = backup_if_schema_changes(path, progress) if "schema_version" in kinds else None
+    expect(progress, 1)
     step(progress, "fixing")
     with writing(path) as (_conn, runner):
         if kinds & REBUILDS_FTS:

@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.store.backup import changing_schema, scratch_copy
@@ -45,6 +45,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
     # A missing, foreign or newer file is refused first; a damaged one (65) before any .bak is made of it.
     require_sound(path)
     if dry_run:
+        expect(progress, 2)
         step(progress, "copying for the dry run")
         with scratch_copy(path) as copy:
             step(progress, "upgrading the copy")
@@ -55,5 +56,6 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
     # Nothing pending means nothing will be written: no backup to clutter the folder with.
     with changing_schema(path, "upgrade", backup=backup, progress=progress) as backup_path:
+        expect(progress, 1)
         step(progress, "upgrading")
         return _run_upgrade(path, backup_path, False)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hermes_state_tools.core.connection import WriteRunner, retry_on_lock
 from hermes_state_tools.core.paths import sidecar_paths
-from hermes_state_tools.core.progress import Steps, step
+from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
 from hermes_state_tools.store.opening import writing
@@ -44,6 +44,7 @@ def optimize_fts(conn: sqlite3.Connection, runner: WriteRunner) -> bool:
 
 def vacuum_now(conn: sqlite3.Connection, runner: WriteRunner, progress: Steps | None = None) -> None:
     """Checkpoint, VACUUM, ANALYZE, and checkpoint again so the smaller file is what is on disk."""
+    expect(progress, 4)
     step(progress, "checkpoint")
     _checkpoint(conn)
     step(progress, "VACUUM")
@@ -81,6 +82,7 @@ def vacuum_file(path: Path, progress: Steps | None = None) -> VacuumReport:
     """Checkpoint the WAL, optimize FTS, VACUUM and ANALYZE; bytes on disk before and after."""
     with writing(path, full=True) as (conn, runner):
         before = file_bytes(path)
+        expect(progress, 2)
         step(progress, "checkpoint")
         _checkpoint(conn)
         step(progress, "optimizing the search index")

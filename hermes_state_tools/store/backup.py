@@ -5,6 +5,7 @@ next run removes."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -253,17 +254,24 @@ class BackupReport(Report):
     ok: bool = True
 
 
-def backup_file(source: Path, dest: Path, keep: int | None = None) -> BackupReport:
+def names_a_folder(dest: str | Path) -> bool:
+    """DEST is a folder when it is one, or when it ends in a slash: that folder is then created (as
+    rsync reads `DEST/`), so that the first `backup ~/backups/` does not make a file named `backups`."""
+    return Path(dest).is_dir() or str(dest).endswith(("/", os.sep))
+
+
+def backup_file(source: Path, dest: str | Path, keep: int | None = None) -> BackupReport:
     """Online copy of `source` to `dest` (a file that must not exist, or a folder for a dated copy), verified."""
     require_supported(source, allow_newer=True)  # a missing or foreign source is refused before `dest` is created
-    removed: list[Path] = []
-    if keep is not None and dest.exists() and not dest.is_dir():
-        raise DestinationExistsError(f"{dest}: --keep needs DEST to be a folder for dated backups; "
-                                     "this is a file")
-    if dest.is_dir() or keep is not None:
-        dest.mkdir(parents=True, exist_ok=True)
-        result, removed = backup_into_folder(source, dest, keep)
+    folder, removed = Path(dest), list[Path]()
+    if (keep is not None or names_a_folder(dest)) and folder.exists() and not folder.is_dir():
+        needs = "--keep needs DEST to be a folder for dated backups" if keep is not None \
+            else "DEST ends in a slash, a folder"
+        raise DestinationExistsError(f"{folder}: {needs}; this is a file")
+    if names_a_folder(dest) or keep is not None:
+        folder.mkdir(exist_ok=True)
+        result, removed = backup_into_folder(source, folder, keep)
     else:
-        result = backup_database(source, dest)
+        result = backup_database(source, folder)
     return BackupReport(str(source), str(result.path), result.sessions, result.messages, result.bytes,
                         tuple(str(p) for p in removed))

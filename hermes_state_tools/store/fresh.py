@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.core.schema import SCHEMA_VERSION
-from hermes_state_tools.errors import DestinationExistsError, StorageIOError
+from hermes_state_tools.errors import DestinationExistsError, NewStoreInterrupted, StorageIOError
 from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
 from hermes_state_tools.store.session_db import SessionDB
 from hermes_state_tools.store.writeback import writing_back
@@ -46,6 +46,13 @@ def build_new_store(dest: Path, build: Callable[[SessionDB], T], schema: int = S
         if not unclaimed(dest):  # appeared meanwhile: the caller imports into what is there
             raise DestinationExistsError(f"{dest}: a database (or what SQLite left of one) appeared meanwhile")
         place(temp, dest)  # fsyncs the file, links it (never over another), fsyncs the folder
+    except KeyboardInterrupt as exc:
+        remove_with_sidecars(temp)
+        if dest.exists() or isinstance(exc, NewStoreInterrupted):  # placed already, or said already
+            raise
+        raise NewStoreInterrupted(f"interrupted before the new database {dest} was complete: nothing of it was "
+                                  "kept (a first import builds the file aside and places it whole); "
+                                  "a re-run starts over") from exc
     except BaseException:
         remove_with_sidecars(temp)
         raise

@@ -10,7 +10,7 @@ from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import is_newer
-from hermes_state_tools.core.sqlite_info import sqlite_notes, sqlite_version
+from hermes_state_tools.core.sqlite_info import has_wal_reset_bug, sqlite_version, wal_reset_notes
 from hermes_state_tools.store.opening import open_hermes
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
@@ -58,6 +58,7 @@ class StatusReport(Report):
     sessions_archived: int
     messages_rewound: int
     messages_compacted: int
+    sqlite_wal_reset_bug: bool
     notes: tuple[str, ...]
     ok: bool = True
 
@@ -106,7 +107,8 @@ def read_status(path: Path) -> StatusReport:
             newest_session_started=newest,
             schema_newer=is_newer(version) and not read_layout(conn).known,
             sqlite_version=sqlite_version(),
-            notes=tuple(sqlite_notes()),
+            sqlite_wal_reset_bug=has_wal_reset_bug(),
+            notes=tuple(wal_reset_notes()),
         )
     finally:
         conn.close()
