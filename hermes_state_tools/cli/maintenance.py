@@ -148,16 +148,26 @@ def rebuild_fts(as_json: bool) -> None:
                         + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
 
 
+def _files(doc: dict[str, Any]) -> str:
+    """The two files apart, when the report has them: what a total's change was made of."""
+    if "wal_bytes_after" not in doc:
+        return ""
+    return (f" (database file {doc['database_bytes_before']:,} -> {doc['database_bytes_after']:,} bytes, "
+            f"-wal {doc['wal_bytes_before']:,} -> {doc['wal_bytes_after']:,} bytes)")
+
+
 def _human_vacuum(doc: dict[str, Any]) -> str:
     before, after = doc["bytes_before"], doc["bytes_after"]
     if after < before:
-        change = f"{before - after:,} bytes smaller ({before:,} -> {after:,} bytes)"
+        change = f"{before - after:,} bytes smaller on disk ({before:,} -> {after:,} bytes)"
     elif after == before:
         change = f"the same size ({after:,} bytes): there was no free space to give back"
-    else:  # ANALYZE's statistics table on a small, already compact file
+    else:
+        why = ("the -wal is not empty yet" if doc.get("wal_bytes_after") else
+               "ANALYZE's statistics take a page or two")
         change = (f"{after - before:,} bytes larger ({before:,} -> {after:,} bytes): there was no free space "
-                  "to give back, and ANALYZE's statistics take a page or two")
-    return f"vacuumed {doc['path']}: {change}"
+                  f"to give back, and {why}")
+    return f"vacuumed {doc['path']}: {change}{_files(doc)}"
 
 
 @main.command()
@@ -222,7 +232,8 @@ def _human_maintain(doc: dict[str, Any]) -> str:
         lines.append(f"extra data of deleted sessions dropped: {plural(doc['extra_rows_dropped'], 'row')}")
     lines.append(f"search index optimized: {'yes' if doc['optimized'] else 'no'}; "
                  f"vacuumed: {'yes' if doc['vacuumed'] else 'no'}; "
-                 f"{doc['bytes_before']:,} -> {doc['bytes_after']:,} bytes")
+                 f"{doc['bytes_before']:,} -> {doc['bytes_after']:,} bytes on disk{_files(doc)}")
+    lines += [f"not optimized nor vacuumed: {doc['deferred']}"] if doc.get("deferred") else []
     return "\n".join(lines)
 
 
