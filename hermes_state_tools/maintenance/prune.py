@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_state_tools.core.connection import WriteRunner
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.store.live import settle_wal, yield_to_writers
 from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
 from hermes_state_tools.views.sessions import missing_sources
@@ -44,7 +47,8 @@ def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: b
 
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
                confirm: Callable[[PrunePlan], None] | None = None) -> PruneReport:
-    """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction.
+    """Delete ended sessions older than the cutoff with their messages (children orphaned), in short
+    transactions that each delete whole sessions.
 
     `confirm` sees the plan before anything is deleted (None: no one is asked, as with --yes)."""
     with reading(path) as conn:
@@ -56,7 +60,8 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
         # would otherwise delete nothing every night without a word, but a source whose sessions were
         # all pruned has none either, and the next night's run must not fail for it.
         notices = tuple(missing_sources(conn, [source] if source is not None else None))
-        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids), notices)
+        counts = deleting.message_counts(conn, ids)
+        plan = PrunePlan(older_than_days, source, ids, sum(counts.values()), notices)
     if dry_run:
         return _prune_report(plan, plan.session_ids, plan.messages, True)
     if confirm is not None:
@@ -64,6 +69,22 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
     if not ids:
         return _prune_report(plan, (), 0, False)
     # Proven sound above, a moment ago unless someone was asked meanwhile (the answer may come much later).
-    with writing(path, proven=confirm is None) as (_conn, runner):
-        deleted, messages = runner.run(lambda c: deleting.prune_confirmed(c, ids, older_than_days, source))
+    with writing(path, proven=confirm is None) as (conn, runner):
+        deleted, messages = _delete_in_batches(conn, runner, path, plan, counts)
     return _prune_report(plan, deleted, messages, False)
+
+
+def _delete_in_batches(conn: sqlite3.Connection, runner: WriteRunner, path: Path, plan: PrunePlan,
+                       counts: dict[str, int]) -> tuple[list[str], int]:
+    """Delete the plan's sessions a batch of about a thousand messages at a time, each batch a transaction
+    of its own (a session is never split: killed between two, each session is there whole or gone), with
+    a pause between them while another process (Hermes) has the file open, so its appends get in."""
+    deleted: list[str] = []
+    messages = 0
+    for batch in deleting.batches(plan.session_ids, counts):
+        ids, count = runner.run(deleting.prune_confirmed, batch, plan.older_than_days, plan.source)
+        deleted.extend(ids)
+        messages += count
+        yield_to_writers(path)
+    settle_wal(conn)
+    return deleted, messages
