@@ -105,12 +105,12 @@ def batches(ids: Sequence[str], counts: dict[str, int], most: int = BATCH_MESSAG
     batch: list[str] = []
     held = 0
     for session_id in ids:
-        count = counts.get(session_id, 0)
-        if batch and held + count > most:
+        rows = counts.get(session_id, 0) + 1  # (its own row: a run of empty sessions stays bounded too)
+        if batch and held + rows > most:
             yield batch
             batch, held = [], 0
         batch.append(session_id)
-        held += count + 1  # (the session row itself: a run of empty sessions stays bounded too)
+        held += rows
     if batch:
         yield batch
 
