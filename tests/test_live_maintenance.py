@@ -20,6 +20,7 @@ from damage import cli, cli_json, raw
 from page_damage import build_db
 
 from hermes_state_tools.maintenance.checks import check_file
+from hermes_state_tools.store.live import Pace
 from hermes_state_tools.tables.deleting import batches
 
 ctx = multiprocessing.get_context("spawn")
@@ -147,9 +148,21 @@ def test_a_killed_prune_leaves_every_session_whole_or_gone(db_path):
 def test_batches_keep_each_session_whole_and_in_order():
     ids = ["a", "b", "c", "d", "e"]
     counts = {"a": 400, "b": 400, "c": 2500, "d": 10, "e": 300}
-    assert list(batches(ids, counts, most=1000)) == [["a", "b"], ["c"], ["d", "e"]]
-    assert list(batches(ids, {}, most=2)) == [["a", "b"], ["c", "d"], ["e"]]
-    assert list(batches([], counts)) == []
+    assert list(batches(ids, counts, lambda: 1000)) == [["a", "b"], ["c"], ["d", "e"]]
+    assert list(batches(ids, {}, lambda: 2)) == [["a", "b"], ["c", "d"], ["e"]]
+    assert list(batches([], counts, lambda: 1000)) == []
+    sizes = iter([2, 1, 3])  # asked again for each batch
+    assert list(batches(ids, {}, lambda: next(sizes))) == [["a", "b"], ["c"], ["d", "e"]]
+
+
+def test_pace_scales_each_batch_toward_its_target_time():
+    pace = Pace(first=1000, target_s=0.2, fewest=50, most=5000)
+    pace.took(0.8)  # four times too long
+    assert pace() == 250
+    pace.took(0.01)  # far too short: at most doubled
+    assert pace() == 500
+    pace.took(100.0)
+    assert pace() == 50
 
 
 def _drop_after(path: Path, last: str) -> None:

@@ -175,8 +175,12 @@ def _human_vacuum(doc: dict[str, Any]) -> str:
 def vacuum(as_json: bool) -> None:
     """Checkpoint the WAL, optimize the index, VACUUM and ANALYZE.
 
-    Safe while Hermes keeps using the database. A damaged file is refused (exit 65, nothing
-    written); a full disk exits 74 with the file as it was.
+    VACUUM rewrites the whole file under the write lock: while another process (a running Hermes)
+    has the database open, vacuum refuses with exit 75 and changes nothing, since that process's
+    writes would wait for the whole rewrite. Run it while Hermes is stopped; the nightly
+    `maintain` leaves the rewrite for such a time meanwhile (docs/scheduling.md). The report
+    gives the database file's and the -wal's sizes before and after. A damaged file is refused
+    (exit 65, nothing written); a full disk exits 74 with the file as it was.
 
     \b
     Examples:
@@ -243,9 +247,12 @@ def maintain(as_json: bool) -> None:
     """The scheduled job: check, repair, optimize, vacuum if worth it.
 
     Repairs what is safe, optimizes the search index, and runs VACUUM only when enough of the
-    file is free pages. A damaged file (integrity) is reported and left untouched: exit 65, so
-    cron can alert (then see `check`, `repair`, `recover`). Otherwise exit 0 when the database
-    is healthy afterwards, 1 when something remains.
+    file is free pages. Safe beside a running Hermes: while another process has the database
+    open, the two rewrites (optimizing the index, VACUUM) are left for a night it is stopped and
+    the report says so (`deferred`); the rest runs in short transactions. A damaged file
+    (integrity) is reported and left untouched: exit 65, so cron can alert (then see `check`,
+    `repair`, `recover`). Otherwise exit 0 when the database is healthy afterwards, 1 when
+    something remains.
 
     \b
     Examples:
@@ -300,7 +307,9 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
     """Delete old ended sessions with their messages.
 
     Sessions that started more than DAYS days ago and have ended go, with their messages; their
-    children are kept (orphaned). Open sessions are never deleted.
+    children are kept (orphaned). Open sessions are never deleted. Deletes in short transactions
+    of whole sessions (about a thousand messages each), so a running Hermes' appends go on between
+    them and a killed prune leaves each session whole or gone.
 
     Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without
     --yes it refuses with exit 2).

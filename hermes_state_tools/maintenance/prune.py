@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.connection import WriteRunner
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.store.live import settle_wal, yield_to_writers
+from hermes_state_tools.store.live import Pace, settle_wal, yield_to_writers
 from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
 from hermes_state_tools.views.sessions import missing_sources
@@ -76,13 +77,16 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
 
 def _delete_in_batches(conn: sqlite3.Connection, runner: WriteRunner, path: Path, plan: PrunePlan,
                        counts: dict[str, int]) -> tuple[list[str], int]:
-    """Delete the plan's sessions a batch of about a thousand messages at a time, each batch a transaction
-    of its own (a session is never split: killed between two, each session is there whole or gone), with
-    a pause between them while another process (Hermes) has the file open, so its appends get in."""
+    """Delete the plan's sessions in batches, each a transaction of its own of about 0.2 s (a session is
+    never split: killed between two, each session is there whole or gone), with a pause between them
+    while another process (Hermes) has the file open, so its appends get in."""
     deleted: list[str] = []
     messages = 0
-    for batch in deleting.batches(plan.session_ids, counts):
+    pace = Pace()
+    for batch in deleting.batches(plan.session_ids, counts, pace):
+        began = time.monotonic()
         ids, count = runner.run(deleting.prune_confirmed, batch, plan.older_than_days, plan.source)
+        pace.took(time.monotonic() - began)
         deleted.extend(ids)
         messages += count
         yield_to_writers(path)

@@ -27,6 +27,22 @@ _TRUNCATE_WAIT_MS = 100
 _TRUNCATE_TRIES = 20
 
 
+class Pace:
+    """How many rows the next transaction of a long job should delete or write: scaled after each one so
+    it holds the write lock about `target_s` (a live writer's append waits that long at most), whatever
+    the machine and the size of the rows; at most doubled a step."""
+
+    def __init__(self, first: int = 1000, target_s: float = 0.2, fewest: int = 50, most: int = 50_000) -> None:
+        self.rows, self.target_s, self.fewest, self.most = first, target_s, fewest, most
+
+    def __call__(self) -> int:
+        return self.rows
+
+    def took(self, seconds: float) -> None:
+        scaled = int(self.rows * self.target_s / max(seconds, 1e-3))
+        self.rows = max(self.fewest, min(self.most, 2 * self.rows, scaled))
+
+
 @dataclass(frozen=True)
 class FileSizes:
     """Bytes on disk of the database file and of its -wal (0 when there is none)."""

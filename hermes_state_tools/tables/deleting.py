@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from hermes_state_tools.tables import extras
 
@@ -94,21 +94,17 @@ def message_counts(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, in
     return counts
 
 
-# A batch of a prune deletes about this many messages (0.05-0.25 s on a busy 2-core machine, with the
-# FTS triggers): the longest a live writer's append waits for it.
-BATCH_MESSAGES = 1000
-
-
-def batches(ids: Sequence[str], counts: dict[str, int], most: int = BATCH_MESSAGES) -> Iterator[list[str]]:
-    """The sessions in their order, in runs of about `most` messages; a session is never split (one with
-    more messages than that is a batch alone), so deleting batch by batch keeps each session whole."""
+def batches(ids: Sequence[str], counts: dict[str, int], most: Callable[[], int]) -> Iterator[list[str]]:
+    """The sessions in their order, in runs of about `most()` rows (asked again for each run: the caller
+    paces them); a session is never split (one with more messages is a run alone), so deleting run by
+    run keeps each session whole."""
     batch: list[str] = []
-    held = 0
+    held, limit = 0, most()
     for session_id in ids:
         rows = counts.get(session_id, 0) + 1  # (its own row: a run of empty sessions stays bounded too)
-        if batch and held + rows > most:
+        if batch and held + rows > limit:
             yield batch
-            batch, held = [], 0
+            batch, held, limit = [], 0, most()
         batch.append(session_id)
         held += rows
     if batch:
