@@ -12,6 +12,7 @@ the command (`python -m hermes_state_tools ... --json`), ten seconds more of app
     failed           appends that raised
     -wal after 10 s  the -wal's size ten seconds after the command returned (writers still appending)
     exit             the command's exit code
+    (the row `idle` is the control: no command, the writers alone for 20 s, on the same busy machine)
     kept             every appended message is in the store exactly once (counted after the writers stop)
 
 The writers use this project's SessionDB (the v6 contract), or with --hermes-git DIR Hermes' own
@@ -36,8 +37,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-COMMANDS = ("vacuum", "maintain", "prune", "check", "repair", "rebuild-fts", "backup", "upgrade")
-ARGS = {"prune": ["prune", "--older-than", "182", "--yes"], "upgrade": ["upgrade", "--yes"]}
+COMMANDS = ("idle", "vacuum", "maintain", "prune", "check", "repair", "rebuild-fts", "backup", "upgrade")
+ARGS = {"prune": ["prune", "--older-than", "182", "--yes"]}
+IDLE_S = 20.0  # the control: the writers alone for as long, on a machine that other work keeps busy
 SETTLE_S = 10.0
 
 
@@ -127,8 +129,10 @@ def run_one(command: str, args: argparse.Namespace, store: Path, folder: Path) -
     if command == "backup":
         argv = ["backup", str(folder / f"backup-{time.time_ns()}.db")]
     began = time.time()
-    done = subprocess.run([sys.executable, "-m", "hermes_state_tools", "--db", str(db), *argv, "--json",
-                           "--no-progress"], capture_output=True, text=True)
+    command_line = [sys.executable, "-m", "hermes_state_tools", "--db", str(db), *argv, "--json", "--no-progress"]
+    if command == "idle":
+        command_line = [sys.executable, "-c", f"import time; time.sleep({IDLE_S})"]
+    done = subprocess.run(command_line, capture_output=True, text=True)
     ended = time.time()
     time.sleep(args.settle)
     wal = Path(f"{db}-wal")
