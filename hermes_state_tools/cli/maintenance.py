@@ -308,7 +308,7 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
 
     Sessions that started more than DAYS days ago and have ended go, with their messages; their
     children are kept (orphaned). Open sessions are never deleted. Deletes in short transactions
-    of whole sessions (about a thousand messages each), so a running Hermes' appends go on between
+    of whole sessions (about 0.2 s of write lock each), so a running Hermes' appends go on between
     them and a killed prune leaves each session whole or gone.
 
     Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without

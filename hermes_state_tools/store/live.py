@@ -30,9 +30,10 @@ _TRUNCATE_TRIES = 20
 class Pace:
     """How many rows the next transaction of a long job should delete or write: scaled after each one so
     it holds the write lock about `target_s` (a live writer's append waits that long at most), whatever
-    the machine and the size of the rows; at most doubled a step."""
+    the machine and the size of the rows; at most doubled a step, from a first guess small enough for a
+    slow machine (a thousand 50-word messages took over a second on a loaded 2-core one)."""
 
-    def __init__(self, first: int = 1000, target_s: float = 0.2, fewest: int = 50, most: int = 50_000) -> None:
+    def __init__(self, first: int = 200, target_s: float = 0.2, fewest: int = 50, most: int = 50_000) -> None:
         self.rows, self.target_s, self.fewest, self.most = first, target_s, fewest, most
 
     def __call__(self) -> int:
