@@ -86,9 +86,10 @@ def _delete_in_batches(conn: sqlite3.Connection, runner: WriteRunner, path: Path
     for batch in deleting.batches(plan.session_ids, counts, pace):
         began = time.monotonic()
         ids, count = runner.run(deleting.prune_confirmed, batch, plan.older_than_days, plan.source)
-        pace.took(time.monotonic() - began)
+        took = time.monotonic() - began
+        pace.took(took)
         deleted.extend(ids)
         messages += count
-        yield_to_writers(path)
+        yield_to_writers(path, took)
     settle_wal(conn)
     return deleted, messages

@@ -21,6 +21,7 @@ from hermes_state_tools.store.files import others_have_open
 # SQLite's busy handler sleeps at most 100 ms between two tries for the lock (Hermes' writers wait
 # in it): a pause a little longer than that lets every waiting writer take its turn.
 YIELD_S = 0.11
+YIELD_MOST_S = 0.5
 # A TRUNCATE checkpoint holds the write lock while it waits for readers: each try waits this long at
 # most, so an append waits no longer; a few tries, a pause between them.
 _TRUNCATE_WAIT_MS = 100
@@ -74,13 +75,14 @@ def passive_checkpoint(conn: sqlite3.Connection) -> None:
         pass  # housekeeping: a busy file must not fail the work between whose steps it runs
 
 
-def yield_to_writers(path: Path) -> None:
-    """Between two short write transactions: while another process has the file open, pause so its
-    appends get the lock. (No checkpoint here: SQLite's automatic one at each commit past 1,000 WAL
-    pages keeps the WAL short, and every extra checkpoint beside a writer is one more chance for the
-    WAL-reset bug of SQLite before 3.51.3.)"""
+def yield_to_writers(path: Path, took: float = 0.0) -> None:
+    """Between two short write transactions (the last one `took` seconds): while another process has the
+    file open, pause as long as it held the lock (at least YIELD_S, at most YIELD_MOST_S), so a writer
+    that waited for it, woken late on a loaded machine, still finds the lock free. (No checkpoint here:
+    SQLite's automatic one at each commit past 1,000 WAL pages keeps the WAL short, and every extra
+    checkpoint beside a writer is one more chance for the WAL-reset bug of SQLite before 3.51.3.)"""
     if others_have_open(path):
-        time.sleep(YIELD_S)
+        time.sleep(min(max(YIELD_S, took), YIELD_MOST_S))
 
 
 def settle_wal(conn: sqlite3.Connection) -> bool:
