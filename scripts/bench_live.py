@@ -87,8 +87,10 @@ def build_store(args: argparse.Namespace, folder: Path) -> Path:
     import zipf_store
 
     store = Path(args.store) if args.store else folder / f"base-{args.messages}-{args.words}.db"
-    if not store.exists():
-        print(json.dumps(zipf_store.build(str(store), args.messages, mean_words=args.words)), flush=True)
+    if not store.exists():  # built under another name: a killed build leaves no store to reuse
+        building = store.with_name(store.name + ".building")
+        print(json.dumps(zipf_store.build(str(building), args.messages, mean_words=args.words)), flush=True)
+        os.replace(building, store)
     return store
 
 
