@@ -70,7 +70,8 @@ def test_vacuum_beside_a_live_writer_exits_75_and_changes_nothing(db_path):
     free = _pragma(db_path, "freelist_count")
     with live_writer(db_path) as outcome:
         result = cli("--db", db_path, "vacuum")
-        assert _pragma(db_path, "freelist_count") == free  # not vacuumed
+        # Not vacuumed (a VACUUM leaves no free page); the writer's appends may reuse a few.
+        assert _pragma(db_path, "freelist_count") > free // 2 > 0
     assert result.exit_code == 75
     assert "another process has the database open" in result.stderr and "nothing was changed" in result.stderr
     assert_kept(db_path, outcome)
