@@ -157,13 +157,16 @@ def test_batches_keep_each_session_whole_and_in_order():
 
 
 def test_pace_scales_each_batch_toward_its_target_time():
-    pace = Pace(first=1000, target_s=0.2, fewest=50, most=5000)
-    pace.took(0.8)  # four times too long
+    pace = Pace(first=1000, fewest=50, most=5000)
+    pace.took(0.8, 0.2)  # four times too long
     assert pace() == 250
-    pace.took(0.01)  # far too short: at most doubled
+    pace.took(0.01, 0.2)  # far too short: at most doubled
     assert pace() == 500
-    pace.took(100.0)
+    pace.took(100.0, 0.2)
     assert pace() == 50
+    for _ in range(10):
+        pace.took(0.1, 2.0)  # alone with the file: a longer target, up to the most
+    assert pace() == 5000
 
 
 def _drop_after(path: Path, last: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hermes_state_tools.core.connection import WriteRunner
 from hermes_state_tools.core.reports import Report
-from hermes_state_tools.store.live import Pace, settle_wal, yield_to_writers
+from hermes_state_tools.store.live import ALONE_TARGET_S, LIVE_TARGET_S, Pace, settle_wal, yield_to_writers
 from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
 from hermes_state_tools.views.sessions import missing_sources
@@ -77,9 +77,9 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
 
 def _delete_in_batches(conn: sqlite3.Connection, runner: WriteRunner, path: Path, plan: PrunePlan,
                        counts: dict[str, int]) -> tuple[list[str], int]:
-    """Delete the plan's sessions in batches, each a transaction of its own of about 0.2 s (a session is
-    never split: killed between two, each session is there whole or gone), with a pause between them
-    while another process (Hermes) has the file open, so its appends get in."""
+    """Delete the plan's sessions in batches, each a transaction of its own (a session is never split:
+    killed between two, each session is there whole or gone); while another process (Hermes) has the
+    file open each holds the lock about 0.2 s and a pause follows, so its appends get in."""
     deleted: list[str] = []
     messages = 0
     pace = Pace()
@@ -87,9 +87,8 @@ def _delete_in_batches(conn: sqlite3.Connection, runner: WriteRunner, path: Path
         began = time.monotonic()
         ids, count = runner.run(deleting.prune_confirmed, batch, plan.older_than_days, plan.source)
         took = time.monotonic() - began
-        pace.took(took)
         deleted.extend(ids)
         messages += count
-        yield_to_writers(path, took)
+        pace.took(took, LIVE_TARGET_S if yield_to_writers(path, took) else ALONE_TARGET_S)
     settle_wal(conn)
     return deleted, messages

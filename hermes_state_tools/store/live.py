@@ -28,20 +28,27 @@ _TRUNCATE_WAIT_MS = 100
 _TRUNCATE_TRIES = 20
 
 
+# How long one transaction of a long job may hold the write lock: beside another process (a running
+# Hermes, whose appends wait for it), and with the file to itself (bounded only to keep memory and the
+# WAL small: fewer, larger transactions are faster).
+LIVE_TARGET_S = 0.2
+ALONE_TARGET_S = 2.0
+
+
 class Pace:
     """How many rows the next transaction of a long job should delete or write: scaled after each one so
-    it holds the write lock about `target_s` (a live writer's append waits that long at most), whatever
-    the machine and the size of the rows; at most doubled a step, from a first guess small enough for a
-    slow machine (a thousand 50-word messages took over a second on a loaded 2-core one)."""
+    it holds the write lock about the target time, whatever the machine and the size of the rows; at
+    most doubled a step, from a first guess small enough for a slow machine (a thousand 50-word messages
+    took over a second on a loaded 2-core one)."""
 
-    def __init__(self, first: int = 200, target_s: float = 0.2, fewest: int = 50, most: int = 50_000) -> None:
-        self.rows, self.target_s, self.fewest, self.most = first, target_s, fewest, most
+    def __init__(self, first: int = 200, fewest: int = 50, most: int = 50_000) -> None:
+        self.rows, self.fewest, self.most = first, fewest, most
 
     def __call__(self) -> int:
         return self.rows
 
-    def took(self, seconds: float) -> None:
-        scaled = int(self.rows * self.target_s / max(seconds, 1e-3))
+    def took(self, seconds: float, target_s: float) -> None:
+        scaled = int(self.rows * target_s / max(seconds, 1e-3))
         self.rows = max(self.fewest, min(self.most, 2 * self.rows, scaled))
 
 
@@ -75,14 +82,17 @@ def passive_checkpoint(conn: sqlite3.Connection) -> None:
         pass  # housekeeping: a busy file must not fail the work between whose steps it runs
 
 
-def yield_to_writers(path: Path, took: float = 0.0) -> None:
+def yield_to_writers(path: Path, took: float = 0.0) -> bool:
     """Between two short write transactions (the last one `took` seconds): while another process has the
     file open, pause as long as it held the lock (at least YIELD_S, at most YIELD_MOST_S), so a writer
-    that waited for it, woken late on a loaded machine, still finds the lock free. (No checkpoint here:
-    SQLite's automatic one at each commit past 1,000 WAL pages keeps the WAL short, and every extra
-    checkpoint beside a writer is one more chance for the WAL-reset bug of SQLite before 3.51.3.)"""
-    if others_have_open(path):
-        time.sleep(min(max(YIELD_S, took), YIELD_MOST_S))
+    that waited for it, woken late on a loaded machine, still finds the lock free; True then. (No
+    checkpoint here: SQLite's automatic one at each commit past 1,000 WAL pages keeps the WAL short, and
+    every extra checkpoint beside a writer is one more chance for the WAL-reset bug of SQLite before
+    3.51.3.)"""
+    if not others_have_open(path):
+        return False
+    time.sleep(min(max(YIELD_S, took), YIELD_MOST_S))
+    return True
 
 
 def settle_wal(conn: sqlite3.Connection) -> bool:
