@@ -11,6 +11,7 @@ by its text (and by its tool name from v11, whose index holds tool names).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -140,3 +141,20 @@ def test_sessions_show_leaves_out_rewound_messages_unless_all(name: str, tmp_pat
     assert not shown & rewound
     assert rewound <= {m["id"] for m in show_session(db, session, show_all=True)["messages"]}
     assert sorted(shown) == manifest()[name]["hermes_view"]["messages"][session]
+
+
+@pytest.mark.parametrize("name", ["v15", "v16", "v17-tip"])
+def test_prune_takes_a_parents_marked_delegate_children_from_v16(name: str, tmp_path: Path) -> None:
+    """Hermes 16+ deletes a subagent's session (marked `_delegate_from`) with its parent; a branch
+    (`_branched_from`) and an unmarked child stay, orphaned. Before 16 every child stays."""
+    db = load(name, tmp_path / "state.db")
+    child, parent = "20260111_140301_5ub4g3", "20260111_140233_c0ffee"
+    [row] = query(db, "SELECT source FROM sessions WHERE id = ?", (parent,))
+    result = cli("--db", db, "prune", "--older-than", "1", "--source", row["source"], "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    gone = manifest()[name]["schema_version"] >= 16
+    assert query(db, "SELECT COUNT(*) AS n FROM sessions WHERE id = ?", (child,)) == [{"n": 0 if gone else 1}]
+    assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", (child,))[0]["n"] == 0 or not gone
+    assert (child in json.loads(result.stdout)["session_ids"]) == gone
+    assert query(db, "SELECT COUNT(*) AS n FROM sessions WHERE source = 'subagent'") == [{"n": 0 if gone else 1}]
+    search_index_agrees(db)

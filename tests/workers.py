@@ -82,3 +82,30 @@ def come_and_go(path: str, ready: Any, stop: Any) -> None:
                 db.append_message(sid, "user", " ".join(f"word{rnd.randrange(5000)}" for _ in range(300)))
         batch += 1
         time.sleep(rnd.random() * 0.2)
+
+
+def append_live(path: str, writer: int, ready: Any, stop: Any, queue: Any, pause: float) -> None:
+    """A gateway's writer: one SessionDB kept open, an append every `pause` s until `stop`; what became
+    of each append, and how many sessions the store held after each (how far a prune had got)."""
+    from hermes_state_tools import SessionDB
+
+    def body() -> dict[str, Any]:
+        seen: list[int] = []
+        failed: list[str] = []
+        appended = 0
+        with SessionDB(path) as db:
+            sid = f"live-{writer}"
+            db.create_session(sid, "gateway")
+            while not stop.is_set():
+                try:
+                    db.append_message(sid, "user", f"live {writer} message {appended}")
+                    appended += 1
+                except Exception as exc:  # what the test counts: an append that failed
+                    failed.append(repr(exc))
+                seen.append(db.session_count())
+                if appended == 3:
+                    ready.set()
+                time.sleep(pause)
+        return {"appended": appended, "failed": failed, "seen": seen, "sid": sid}
+
+    _report(queue, f"live{writer}", body)

@@ -147,16 +147,26 @@ def rebuild_fts(as_json: bool) -> None:
                         + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
 
 
+def _files(doc: dict[str, Any]) -> str:
+    """The two files apart, when the report has them: what a total's change was made of."""
+    if "wal_bytes_after" not in doc:
+        return ""
+    return (f" (database file {doc['database_bytes_before']:,} -> {doc['database_bytes_after']:,} bytes, "
+            f"-wal {doc['wal_bytes_before']:,} -> {doc['wal_bytes_after']:,} bytes)")
+
+
 def _human_vacuum(doc: dict[str, Any]) -> str:
     before, after = doc["bytes_before"], doc["bytes_after"]
     if after < before:
-        change = f"{before - after:,} bytes smaller ({before:,} -> {after:,} bytes)"
+        change = f"{before - after:,} bytes smaller on disk ({before:,} -> {after:,} bytes)"
     elif after == before:
         change = f"the same size ({after:,} bytes): there was no free space to give back"
-    else:  # ANALYZE's statistics table on a small, already compact file
+    else:
+        why = ("the -wal is not empty yet" if doc.get("wal_bytes_after") else
+               "ANALYZE's statistics take a page or two")
         change = (f"{after - before:,} bytes larger ({before:,} -> {after:,} bytes): there was no free space "
-                  "to give back, and ANALYZE's statistics take a page or two")
-    return f"vacuumed {doc['path']}: {change}"
+                  f"to give back, and {why}")
+    return f"vacuumed {doc['path']}: {change}{_files(doc)}"
 
 
 @main.command()
@@ -164,8 +174,12 @@ def _human_vacuum(doc: dict[str, Any]) -> str:
 def vacuum(as_json: bool) -> None:
     """Checkpoint the WAL, optimize the index, VACUUM and ANALYZE.
 
-    Safe while Hermes keeps using the database. A damaged file is refused (exit 65, nothing
-    written); a full disk exits 74 with the file as it was.
+    VACUUM rewrites the whole file under the write lock: while another process (a running Hermes)
+    has the database open, vacuum refuses with exit 75 and changes nothing, since that process's
+    writes would wait for the whole rewrite. Run it while Hermes is stopped; the nightly
+    `maintain` leaves the rewrite for such a time meanwhile (docs/scheduling.md). The report
+    gives the database file's and the -wal's sizes before and after. A damaged file is refused
+    (exit 65, nothing written); a full disk exits 74 with the file as it was.
 
     \b
     Examples:
@@ -222,7 +236,8 @@ def _human_maintain(doc: dict[str, Any]) -> str:
         lines.append(f"extra data of deleted sessions dropped: {plural(doc['extra_rows_dropped'], 'row')}")
     lines.append(f"search index optimized: {'yes' if doc['optimized'] else 'no'}; "
                  f"vacuumed: {'yes' if doc['vacuumed'] else 'no'}; "
-                 f"{doc['bytes_before']:,} -> {doc['bytes_after']:,} bytes")
+                 f"{doc['bytes_before']:,} -> {doc['bytes_after']:,} bytes on disk{_files(doc)}")
+    lines += [f"not optimized nor vacuumed: {doc['deferred']}"] if doc.get("deferred") else []
     return "\n".join(lines)
 
 
@@ -232,9 +247,12 @@ def maintain(as_json: bool) -> None:
     """The scheduled job: check, repair, optimize, vacuum if worth it.
 
     Repairs what is safe, optimizes the search index, and runs VACUUM only when enough of the
-    file is free pages. A damaged file (integrity) is reported and left untouched: exit 65, so
-    cron can alert (then see `check`, `repair`, `recover`). Otherwise exit 0 when the database
-    is healthy afterwards, 1 when something remains.
+    file is free pages. Safe beside a running Hermes: while another process has the database
+    open, the two rewrites (optimizing the index, VACUUM) are left for a night it is stopped and
+    the report says so (`deferred`); the rest runs in short transactions. A damaged file
+    (integrity) is reported and left untouched: exit 65, so cron can alert (then see `check`,
+    `repair`, `recover`). Otherwise exit 0 when the database is healthy afterwards, 1 when
+    something remains.
 
     \b
     Examples:
@@ -296,7 +314,9 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, archi
     """Delete old ended sessions with their messages.
 
     Sessions that started more than DAYS days ago and have ended go, with their messages; their
-    children are kept (orphaned). Open sessions are never deleted.
+    children are kept (orphaned). Open sessions are never deleted. Deletes in short transactions
+    of whole sessions (about 0.2 s of write lock each), so a running Hermes' appends go on between
+    them and a killed prune leaves each session whole or gone.
 
     With --archived URL, only sessions the archive holds identically (the row and every message,
     as `archive push` left them) are deleted; the others are kept back and listed with the reason.

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_state_tools.core.connection import WriteRunner
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.store.live import ALONE_TARGET_S, LIVE_TARGET_S, Pace, settle_wal, yield_to_writers
 
 if TYPE_CHECKING:
     from hermes_state_tools.archive.identical import KeptBack
@@ -52,7 +56,8 @@ def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: b
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
                confirm: Callable[[PrunePlan], None] | None = None, archived: str | None = None,
                host: str | None = None) -> PruneReport:
-    """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction.
+    """Delete ended sessions older than the cutoff with their messages (children orphaned), in short
+    transactions that each delete whole sessions.
 
     `confirm` sees the plan before anything is deleted (None: no one is asked, as with --yes).
     `archived`: an archive URL; only sessions it holds identically under `host` are deleted, the
@@ -72,7 +77,8 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
         # would otherwise delete nothing every night without a word, but a source whose sessions were
         # all pruned has none either, and the next night's run must not fail for it.
         notices = tuple(missing_sources(conn, [source] if source is not None else None))
-        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids), notices, kept)
+        counts = deleting.message_counts(conn, ids)
+        plan = PrunePlan(older_than_days, source, ids, sum(counts.values()), notices, kept)
     if dry_run:
         return _prune_report(plan, plan.session_ids, plan.messages, True)
     if confirm is not None:
@@ -80,6 +86,25 @@ def prune_file(path: Path, older_than_days: float, source: str | None = None, *,
     if not ids:
         return _prune_report(plan, (), 0, False)
     # Proven sound above, a moment ago unless someone was asked meanwhile (the answer may come much later).
-    with writing(path, proven=confirm is None) as (_conn, runner):
-        deleted, messages = runner.run(lambda c: deleting.prune_confirmed(c, ids, older_than_days, source))
+    with writing(path, proven=confirm is None) as (conn, runner):
+        deleted, messages = _delete_in_batches(conn, runner, path, plan, counts)
     return _prune_report(plan, deleted, messages, False)
+
+
+def _delete_in_batches(conn: sqlite3.Connection, runner: WriteRunner, path: Path, plan: PrunePlan,
+                       counts: dict[str, int]) -> tuple[list[str], int]:
+    """Delete the plan's sessions in batches, each a transaction of its own (a session is never split:
+    killed between two, each session is there whole or gone); while another process (Hermes) has the
+    file open each holds the lock about 0.2 s and a pause follows, so its appends get in."""
+    deleted: list[str] = []
+    messages = 0
+    pace = Pace()
+    for batch in deleting.batches(plan.session_ids, counts, pace):
+        began = time.monotonic()
+        ids, count = runner.run(deleting.prune_confirmed, batch, plan.older_than_days, plan.source)
+        took = time.monotonic() - began
+        deleted.extend(ids)
+        messages += count
+        pace.took(took, LIVE_TARGET_S if yield_to_writers(path, took) else ALONE_TARGET_S)
+    settle_wal(conn)
+    return deleted, messages

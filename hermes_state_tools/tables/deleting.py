@@ -1,11 +1,14 @@
-"""Deleting sessions: prune by age, delete one; children are kept and orphaned, never cascaded."""
+"""Deleting sessions: prune by age, delete one. Children are kept and orphaned, except, from Hermes'
+schema 16 on, the subagent sessions marked as delegated from a deleted one (`model_config._delegate_from`),
+which go with it as Hermes' own delete takes them."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
+from hermes_state_tools.core.schema import read_version
 from hermes_state_tools.tables import extras
 
 _DAY_S = 86_400
@@ -21,8 +24,38 @@ def _fill_doomed(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
     conn.executemany("INSERT OR IGNORE INTO _doomed (id) VALUES (?)", ((i,) for i in ids))
 
 
+# A subagent session's marker (Hermes 16+); text that is not JSON marks nothing (json_extract would fail).
+_DELEGATED_FROM = ("json_extract(CASE WHEN json_valid(model_config) THEN model_config ELSE '{}' END, "
+                   "'$._delegate_from')")
+_DELEGATES_SINCE = 16
+
+
+def _add_delegate_children(conn: sqlite3.Connection) -> None:
+    """Add to `_doomed` the delegate children of its sessions, and theirs, as Hermes 16+ deletes them: a
+    session marked as delegated from a doomed one, or a marked child of one."""
+    version = read_version(conn)
+    if version is None or version < _DELEGATES_SINCE:
+        return
+    while conn.execute(
+            f"INSERT OR IGNORE INTO _doomed (id) SELECT id FROM sessions WHERE id NOT IN (SELECT id FROM _doomed) "
+            f"AND ({_DELEGATED_FROM} IN (SELECT id FROM _doomed) OR (parent_session_id IN (SELECT id FROM _doomed) "
+            f"AND {_DELEGATED_FROM} IS NOT NULL)) ORDER BY started_at, id").rowcount:
+        pass
+
+
+def with_delegate_children(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:
+    """`ids` and the delegate children a delete of them takes along (Hermes 16+), in that order."""
+    _fill_doomed(conn, ids)
+    _add_delegate_children(conn)
+    found = [row[0] for row in conn.execute("SELECT id FROM _doomed ORDER BY n")]
+    conn.execute("DROP TABLE temp._doomed")
+    return found
+
+
 def _delete_doomed(conn: sqlite3.Connection) -> int:
-    """Orphan the children, then delete messages, extra data and the sessions of `_doomed`; messages deleted."""
+    """Orphan the children (a file's delegate children go too), then delete messages, extra data and the
+    sessions of `_doomed`; messages deleted."""
+    _add_delegate_children(conn)
     conn.execute(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM _doomed) "
         "AND id NOT IN (SELECT id FROM _doomed)"
@@ -57,9 +90,11 @@ def _prunable(older_than_days: float, source: str | None) -> tuple[str, list[obj
 
 
 def prunable_ids(conn: sqlite3.Connection, older_than_days: float, source: str | None) -> list[str]:
-    """Ended sessions started before the cutoff (open sessions are never pruned)."""
+    """Ended sessions started before the cutoff (open sessions are never pruned), with the delegate
+    children that go with them (Hermes 16+)."""
     where, params = _prunable(older_than_days, source)
-    return [row[0] for row in conn.execute(f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id", params)]
+    ids = [row[0] for row in conn.execute(f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id", params)]
+    return with_delegate_children(conn, ids) if ids else ids
 
 
 def prune(conn: sqlite3.Connection, older_than_days: float = 90, source: str | None = None) -> tuple[int, int]:
@@ -76,21 +111,41 @@ def prune_confirmed(
     The recheck is one SQL statement over the temp table, not a second list of every id in memory."""
     _fill_doomed(conn, confirmed)
     where, params = _prunable(older_than_days, source)
-    dropped = conn.execute(f"DELETE FROM _doomed WHERE id NOT IN (SELECT id FROM sessions WHERE {where})",
-                           params).rowcount
-    ids = confirmed if not dropped else [row[0] for row in conn.execute("SELECT id FROM _doomed ORDER BY n")]
+    # Each id looked up by its key: a prune in many batches must not scan the sessions table in each.
+    dropped = conn.execute(f"DELETE FROM _doomed WHERE NOT EXISTS (SELECT 1 FROM sessions "
+                           f"WHERE sessions.id = _doomed.id AND {where})", params).rowcount
+    _add_delegate_children(conn)
+    ids = [row[0] for row in conn.execute("SELECT id FROM _doomed ORDER BY n")] if dropped or len(
+        confirmed) != conn.execute("SELECT COUNT(*) FROM _doomed").fetchone()[0] else confirmed
     return ids, _delete_doomed(conn)
 
 
-def count_messages(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
-    """How many messages these sessions hold (for a dry run's report)."""
-    total = 0
+def message_counts(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, int]:
+    """How many messages each of these sessions holds (a session without any is left out)."""
+    counts: dict[str, int] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
-        total += conn.execute(
-            f"SELECT COUNT(*) FROM messages WHERE session_id IN ({','.join('?' * len(chunk))})", chunk
-        ).fetchone()[0]
-    return int(total)
+        counts.update(conn.execute(
+            f"SELECT session_id, COUNT(*) FROM messages WHERE session_id IN ({','.join('?' * len(chunk))}) "
+            "GROUP BY session_id", chunk).fetchall())
+    return counts
+
+
+def batches(ids: Sequence[str], counts: dict[str, int], most: Callable[[], int]) -> Iterator[list[str]]:
+    """The sessions in their order, in runs of about `most()` rows (asked again for each run: the caller
+    paces them); a session is never split (one with more messages is a run alone), so deleting run by
+    run keeps each session whole."""
+    batch: list[str] = []
+    held, limit = 0, most()
+    for session_id in ids:
+        rows = counts.get(session_id, 0) + 1  # (its own row: a run of empty sessions stays bounded too)
+        if batch and held + rows > limit:
+            yield batch
+            batch, held, limit = [], 0, most()
+        batch.append(session_id)
+        held += rows
+    if batch:
+        yield batch
 
 
 def delete(conn: sqlite3.Connection, session_id: str) -> bool:
