@@ -329,6 +329,22 @@ def code_pages() -> None:
             "report": {"detail_contains": ["cp1254", "cp1252"]}}, IMPORT_TWICE[1]]})
 
 
+def western_windows_transcript() -> None:
+    case = fresh("western_windows_transcript")
+    sid = "20260218_193000_5ca1ab1e"
+    text = "Café naïve résumé — “smart quotes” … €5 ±2 ½"
+    msgs = [{"role": "user", "content": text, "timestamp": "2026-02-18T19:30:05"},
+            {"role": "assistant", "content": "Noted: “Café naïve résumé”, €5 ±2 ½.", "timestamp": "2026-02-18T19:30:05"}]
+    # gateway/session.py (Feb 2026) opened the transcript with open(path, "a") and no encoding: a
+    # Western European Windows wrote it in cp1252
+    jsonl(case / "home/sessions" / f"{sid}.jsonl", [meta(ts="2026-02-18T19:30:00")] + msgs, encoding="cp1252")
+    q = f"SELECT content FROM messages WHERE session_id = '{sid}' ORDER BY timestamp, id"
+    write_expected(case, {
+        "issue": "cp1252 transcript of a Western European Windows install was read as cp1250 (naïve as naďve, ½ as ˝)",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[q, [[m["content"]] for m in msgs]]],
+                   "report": {"detail_contains": ["cp1252 chosen"]}}, IMPORT_TWICE[1]]})
+
+
 def save_without_session_start() -> None:
     case = fresh("save_without_session_start")
     saved = case / "home/sessions/saved"
@@ -595,7 +611,7 @@ def main() -> None:
 BUILDERS = (cleaned_snapshot_text, flattened_images, inflated_snapshots, compression_child, unpaired_surrogates,
                   enrichment, empty_model, code_pages, save_without_session_start, hermes_agent_logs, nested_folders,
                   hermes_export, merge_other_db, session_meta_rows, integer_overflow, bad_file_names, report_grouping,
-                  dry_run_names)
+                  dry_run_names, western_windows_transcript)
 
 
 if __name__ == "__main__":

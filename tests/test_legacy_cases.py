@@ -15,6 +15,7 @@ CASES = [
     "dry_run_names", "empty_model", "enrichment_messages_enriched", "flattened_images", "hermes_agent_logs",
     "hermes_sessions_export", "inflated_snapshots", "integer_overflow", "merge_other_db", "nested_folders",
     "report_grouping", "save_without_session_start", "session_meta_rows_foreign_role", "unpaired_surrogates",
+    "western_windows_transcript",
 ]
 
 
