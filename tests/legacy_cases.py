@@ -207,6 +207,36 @@ def inflated_snapshots() -> None:
                   IMPORT_TWICE[1]]})
 
 
+def doubled_replies_mirror_era() -> None:
+    case = fresh("doubled_replies_mirror_era")
+    sid = "20260222_081500_d0bb1e22"
+    pairs = [("Good morning", "Morning! What's the plan?"), ("Remind me at 9 to call Ana", "Reminder set for 09:00."),
+             ("What's the weather?", "Sunny, 14 °C."), ("ok", "Anything else?"), ("ok", "Have a good day."),
+             ("Summarise my inbox", "3 new mails: 2 newsletters, 1 from Ana."), ("thanks", "You're welcome!")]
+    msgs = []
+    for n, (q, a) in enumerate(pairs):
+        ts = f"2026-02-22T08:{15 + n}:00"
+        msgs += [{"role": "user", "content": q, "timestamp": ts}, {"role": "assistant", "content": a, "timestamp": ts}]
+        if n == 2:  # the cron job's delivery, mirrored into this chat's transcript by the gateway
+            msgs.append({"role": "assistant", "content": "⏰ Reminder: call Ana", "mirror": True,
+                         "mirror_source": "cron", "timestamp": "2026-02-22T09:00:00"})
+    jsonl(case / "home/sessions" / f"{sid}.jsonl", [meta(ts="2026-02-22T08:15:00")] + msgs)
+    # The agent's history of that time held each reply twice (the gateway appended the reply the agent
+    # had already appended): the snapshot repeats every assistant message; it holds no mirror line.
+    doubled = []
+    for m in msgs:
+        if not m.get("mirror"):
+            doubled += [m, m] if m["role"] == "assistant" else [m]
+    snapshot(case / "home/sessions" / f"session_{sid}.json", sid, doubled, platform="telegram",
+             start="2026-02-22T08:15:00", clean=False)
+    write_expected(case, {
+        "issue": "Mirror era (Feb 22): the snapshot repeats each assistant reply twice, the timed JSONL holds each once",
+        "steps": [{**IMPORT_TWICE[0], "sql": [
+            [count(sid), len(msgs)], [count(sid, " AND role = 'assistant'"), 8],
+            [count(sid, " AND content = 'ok'"), 2], [count(sid, " AND content = 'Anything else?'"), 1]]},
+            IMPORT_TWICE[1]]})
+
+
 def compression_child() -> None:
     case = fresh("compression_child_under_parent_name")
     parent, child = "20260310_080000_e5f6a7", "20260310_093000_f6a7b8"
@@ -611,7 +641,8 @@ def main() -> None:
 BUILDERS = (cleaned_snapshot_text, flattened_images, inflated_snapshots, compression_child, unpaired_surrogates,
                   enrichment, empty_model, code_pages, save_without_session_start, hermes_agent_logs, nested_folders,
                   hermes_export, merge_other_db, session_meta_rows, integer_overflow, bad_file_names, report_grouping,
-                  dry_run_names, western_windows_transcript)
+                  dry_run_names, western_windows_transcript,
+                  doubled_replies_mirror_era)
 
 
 if __name__ == "__main__":
