@@ -488,6 +488,32 @@ def hermes_export() -> None:
             IMPORT_TWICE[1]]})
 
 
+def export_round_trip_of_doubled_rows() -> None:
+    case = fresh("export_round_trip_of_doubled_rows")
+    s1, s2 = "20260216_101500_b10cb10c", "20260217_201500_c20dc20d"
+    turns = [("hi", "Hello!"), ("weather?", "Sunny."), ("ok", "Anything else?"), ("ok", "Bye.")]
+
+    def stamped(day: int, pairs: list) -> list:
+        return [{"role": role, "content": text, "timestamp": f"2026-02-{day}T10:{15 + n}:00"}
+                for n, (q, a) in enumerate(pairs) for role, text in (("user", q), ("assistant", a))]
+
+    once1, once2 = stamped(16, turns), stamped(17, turns[:2])
+    # Hermes #860 (February 2026): the gateway re-appended the whole history, stamped with the turn's
+    # time, before the turn's own messages; and the agent stored each reply twice. Rows that the
+    # database holds as Hermes wrote them: the import leaves them as they are.
+    rows1 = once1[:4] + [{**m, "timestamp": once1[4]["timestamp"]} for m in once1[:4]] + once1[4:]
+    rows2 = [m for m in once2 for _ in range(2 if m["role"] == "assistant" else 1)]
+    gateway_db(case / "state.db", [{"id": s1, "messages": rows1, "started": "2026-02-16T10:15:00"},
+                                   {"id": s2, "messages": rows2, "started": "2026-02-17T20:15:00"}])
+    jsonl(case / "home/sessions" / f"{s1}.jsonl", [meta(ts="2026-02-16T10:15:00")] + once1)
+    snapshot(case / "home/sessions" / f"session_{s2}.json", s2, once2, platform="telegram",
+             start="2026-02-17T20:15:00", clean=False)
+    write_expected(case, {
+        "issue": "An export of this project's format is a faithful dump: the rows Hermes doubled (#860) come back row for row",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[count(s1), len(rows1)], [count(s2), len(rows2)]], "round_trip": True},
+                  {**IMPORT_TWICE[1], "round_trip": True}]})
+
+
 def merge_other_db() -> None:
     case = fresh("merge_other_db")
     shutil.rmtree(case / "home")
@@ -642,7 +668,7 @@ BUILDERS = (cleaned_snapshot_text, flattened_images, inflated_snapshots, compres
                   enrichment, empty_model, code_pages, save_without_session_start, hermes_agent_logs, nested_folders,
                   hermes_export, merge_other_db, session_meta_rows, integer_overflow, bad_file_names, report_grouping,
                   dry_run_names, western_windows_transcript,
-                  doubled_replies_mirror_era)
+                  doubled_replies_mirror_era, export_round_trip_of_doubled_rows)
 
 
 if __name__ == "__main__":
