@@ -237,6 +237,31 @@ def doubled_replies_mirror_era() -> None:
             IMPORT_TWICE[1]]})
 
 
+def trailing_space_rewrite_era() -> None:
+    case = fresh("trailing_space_rewrite_era")
+    sid = "20260302_120000_fac75fac"
+    fact = "Fact 5: An octopus has three hearts and blue blood."
+    replies = ["Fact 1: Honey never spoils.", "Fact 2: Bananas are berries.", fact + " ", "Fact 4: Venus spins backwards.",
+               fact]  # asked again, the model said fact 5 again, this time without the trailing space
+    msgs = []
+    for n, reply in enumerate(replies):
+        ts = f"2026-03-02T12:0{n}:00"
+        msgs += [{"role": "user", "content": "another fact" if n else "tell me a fact", "timestamp": ts},
+                 {"role": "assistant", "content": reply, "finish_reason": "stop", "timestamp": ts}]
+    # /retry (March 2026) rewrote the transcript whole, each line stamped with an epoch float, and the
+    # session's rows in state.db, all stored within a second; the snapshot holds the cleaned (stripped) text.
+    jsonl(case / "home/sessions" / f"{sid}.jsonl",
+          [meta(ts="2026-03-02T12:00:00")] + [{**m, "timestamp": epoch(m["timestamp"])} for m in msgs])
+    snapshot(case / "home/sessions" / f"session_{sid}.json", sid, msgs, platform="telegram", start="2026-03-02T12:00:00")
+    gateway_db(case / "state.db", [{"id": sid, "started": "2026-03-02T12:00:00", "messages": [
+        {"role": m["role"], "content": m["content"], "timestamp": "2026-03-02T12:09:00"} for m in msgs]}])
+    q = f"SELECT content, finish_reason FROM messages WHERE session_id = '{sid}' AND role = 'assistant' ORDER BY timestamp, id"
+    write_expected(case, {
+        "issue": "Rewrite era (March 2): a reply with a trailing space and the same text without it pair each with its own row",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[count(sid), len(msgs)], [q, [[r, "stop"] for r in replies]]]},
+                  IMPORT_TWICE[1]]})
+
+
 def compression_child() -> None:
     case = fresh("compression_child_under_parent_name")
     parent, child = "20260310_080000_e5f6a7", "20260310_093000_f6a7b8"
@@ -668,7 +693,8 @@ BUILDERS = (cleaned_snapshot_text, flattened_images, inflated_snapshots, compres
                   enrichment, empty_model, code_pages, save_without_session_start, hermes_agent_logs, nested_folders,
                   hermes_export, merge_other_db, session_meta_rows, integer_overflow, bad_file_names, report_grouping,
                   dry_run_names, western_windows_transcript,
-                  doubled_replies_mirror_era, export_round_trip_of_doubled_rows)
+                  doubled_replies_mirror_era, export_round_trip_of_doubled_rows,
+                  trailing_space_rewrite_era)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ CASES = [
     "export_round_trip_of_doubled_rows",
     "flattened_images", "hermes_agent_logs", "hermes_sessions_export", "inflated_snapshots", "integer_overflow",
     "merge_other_db", "nested_folders", "report_grouping", "save_without_session_start",
-    "session_meta_rows_foreign_role", "unpaired_surrogates", "western_windows_transcript",
+    "session_meta_rows_foreign_role", "trailing_space_rewrite_era", "unpaired_surrogates",
+    "western_windows_transcript",
 ]
 
 
