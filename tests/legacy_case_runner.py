@@ -108,6 +108,26 @@ def check_sql(db: Path, queries: list, errors: list[str]) -> None:
         conn.close()
 
 
+ROUND_TRIP_SQL = ("SELECT session_id, role, content, tool_calls, tool_call_id, tool_name, finish_reason, reasoning"
+                  " FROM messages ORDER BY session_id, timestamp, id")
+
+
+def check_round_trip(db: Path, work: Path, cli: list[str], env: dict[str, str], errors: list[str]) -> None:
+    """`export`, then `import-jsonl` of it into an empty database: every message comes back, in order."""
+    dump, copy = work / "round-trip.jsonl", work / "round-trip.db"
+    copy.unlink(missing_ok=True)
+    for argv in (["--db", str(db), "export", "-o", str(dump)], ["--db", str(copy), "import-jsonl", str(dump)]):
+        proc = subprocess.run([*cli, *argv, "--no-progress"], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            errors.append(f"round trip: {argv[2]} exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+            return
+    with sqlite3.connect(db) as a, sqlite3.connect(copy) as b:
+        before, after = a.execute(ROUND_TRIP_SQL).fetchall(), b.execute(ROUND_TRIP_SQL).fetchall()
+    if before != after:
+        errors.append(f"round trip: {len(before)} messages exported, {len(after)} came back"
+                      + ("" if len(before) != len(after) else " (not the same rows)"))
+
+
 def run_case(case: Path, cli: list[str], env: dict[str, str], verbose: bool) -> dict:
     expected = json.loads((case / "expected.json").read_text())
     result = {"case": case.name, "ok": True, "steps": []}
@@ -163,6 +183,8 @@ def run_case(case: Path, cli: list[str], env: dict[str, str], verbose: bool) -> 
                     errors.append("OTHER.db changed")
                 if step.get("sql"):
                     check_sql(db, step["sql"], errors)
+                if step.get("round_trip"):
+                    check_round_trip(db, work, cli, env, errors)
                 if step.get("export_contains"):
                     exp = subprocess.run([*cli, "--db", str(db), "export", "--no-progress"], capture_output=True,
                                          text=True, env=env)

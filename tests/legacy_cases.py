@@ -207,6 +207,61 @@ def inflated_snapshots() -> None:
                   IMPORT_TWICE[1]]})
 
 
+def doubled_replies_mirror_era() -> None:
+    case = fresh("doubled_replies_mirror_era")
+    sid = "20260222_081500_d0bb1e22"
+    pairs = [("Good morning", "Morning! What's the plan?"), ("Remind me at 9 to call Ana", "Reminder set for 09:00."),
+             ("What's the weather?", "Sunny, 14 °C."), ("ok", "Anything else?"), ("ok", "Have a good day."),
+             ("Summarise my inbox", "3 new mails: 2 newsletters, 1 from Ana."), ("thanks", "You're welcome!")]
+    msgs = []
+    for n, (q, a) in enumerate(pairs):
+        ts = f"2026-02-22T08:{15 + n}:00"
+        msgs += [{"role": "user", "content": q, "timestamp": ts}, {"role": "assistant", "content": a, "timestamp": ts}]
+        if n == 2:  # the cron job's delivery, mirrored into this chat's transcript by the gateway
+            msgs.append({"role": "assistant", "content": "⏰ Reminder: call Ana", "mirror": True,
+                         "mirror_source": "cron", "timestamp": "2026-02-22T09:00:00"})
+    jsonl(case / "home/sessions" / f"{sid}.jsonl", [meta(ts="2026-02-22T08:15:00")] + msgs)
+    # The agent's history of that time held each reply twice (the gateway appended the reply the agent
+    # had already appended): the snapshot repeats every assistant message; it holds no mirror line.
+    doubled = []
+    for m in msgs:
+        if not m.get("mirror"):
+            doubled += [m, m] if m["role"] == "assistant" else [m]
+    snapshot(case / "home/sessions" / f"session_{sid}.json", sid, doubled, platform="telegram",
+             start="2026-02-22T08:15:00", clean=False)
+    write_expected(case, {
+        "issue": "Mirror era (Feb 22): the snapshot repeats each assistant reply twice, the timed JSONL holds each once",
+        "steps": [{**IMPORT_TWICE[0], "sql": [
+            [count(sid), len(msgs)], [count(sid, " AND role = 'assistant'"), 8],
+            [count(sid, " AND content = 'ok'"), 2], [count(sid, " AND content = 'Anything else?'"), 1]]},
+            IMPORT_TWICE[1]]})
+
+
+def trailing_space_rewrite_era() -> None:
+    case = fresh("trailing_space_rewrite_era")
+    sid = "20260302_120000_fac75fac"
+    fact = "Fact 5: An octopus has three hearts and blue blood."
+    replies = ["Fact 1: Honey never spoils.", "Fact 2: Bananas are berries.", fact + " ", "Fact 4: Venus spins backwards.",
+               fact]  # asked again, the model said fact 5 again, this time without the trailing space
+    msgs = []
+    for n, reply in enumerate(replies):
+        ts = f"2026-03-02T12:0{n}:00"
+        msgs += [{"role": "user", "content": "another fact" if n else "tell me a fact", "timestamp": ts},
+                 {"role": "assistant", "content": reply, "finish_reason": "stop", "timestamp": ts}]
+    # /retry (March 2026) rewrote the transcript whole, each line stamped with an epoch float, and the
+    # session's rows in state.db, all stored within a second; the snapshot holds the cleaned (stripped) text.
+    jsonl(case / "home/sessions" / f"{sid}.jsonl",
+          [meta(ts="2026-03-02T12:00:00")] + [{**m, "timestamp": epoch(m["timestamp"])} for m in msgs])
+    snapshot(case / "home/sessions" / f"session_{sid}.json", sid, msgs, platform="telegram", start="2026-03-02T12:00:00")
+    gateway_db(case / "state.db", [{"id": sid, "started": "2026-03-02T12:00:00", "messages": [
+        {"role": m["role"], "content": m["content"], "timestamp": "2026-03-02T12:09:00"} for m in msgs]}])
+    q = f"SELECT content, finish_reason FROM messages WHERE session_id = '{sid}' AND role = 'assistant' ORDER BY timestamp, id"
+    write_expected(case, {
+        "issue": "Rewrite era (March 2): a reply with a trailing space and the same text without it pair each with its own row",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[count(sid), len(msgs)], [q, [[r, "stop"] for r in replies]]]},
+                  IMPORT_TWICE[1]]})
+
+
 def compression_child() -> None:
     case = fresh("compression_child_under_parent_name")
     parent, child = "20260310_080000_e5f6a7", "20260310_093000_f6a7b8"
@@ -329,6 +384,22 @@ def code_pages() -> None:
             "report": {"detail_contains": ["cp1254", "cp1252"]}}, IMPORT_TWICE[1]]})
 
 
+def western_windows_transcript() -> None:
+    case = fresh("western_windows_transcript")
+    sid = "20260218_193000_5ca1ab1e"
+    text = "Café naïve résumé — “smart quotes” … €5 ±2 ½"
+    msgs = [{"role": "user", "content": text, "timestamp": "2026-02-18T19:30:05"},
+            {"role": "assistant", "content": "Noted: “Café naïve résumé”, €5 ±2 ½.", "timestamp": "2026-02-18T19:30:05"}]
+    # gateway/session.py (Feb 2026) opened the transcript with open(path, "a") and no encoding: a
+    # Western European Windows wrote it in cp1252
+    jsonl(case / "home/sessions" / f"{sid}.jsonl", [meta(ts="2026-02-18T19:30:00")] + msgs, encoding="cp1252")
+    q = f"SELECT content FROM messages WHERE session_id = '{sid}' ORDER BY timestamp, id"
+    write_expected(case, {
+        "issue": "cp1252 transcript of a Western European Windows install was read as cp1250 (naïve as naďve, ½ as ˝)",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[q, [[m["content"]] for m in msgs]]],
+                   "report": {"detail_contains": ["cp1252 chosen"]}}, IMPORT_TWICE[1]]})
+
+
 def save_without_session_start() -> None:
     case = fresh("save_without_session_start")
     saved = case / "home/sessions/saved"
@@ -440,6 +511,32 @@ def hermes_export() -> None:
             ["SELECT tool_name FROM messages WHERE tool_call_id = 'call_1'", "terminal"]],
             "report": {"eq": {"records_not_stored": 0}, "no_problem": [{"kind": "missing_role"}]}},
             IMPORT_TWICE[1]]})
+
+
+def export_round_trip_of_doubled_rows() -> None:
+    case = fresh("export_round_trip_of_doubled_rows")
+    s1, s2 = "20260216_101500_b10cb10c", "20260217_201500_c20dc20d"
+    turns = [("hi", "Hello!"), ("weather?", "Sunny."), ("ok", "Anything else?"), ("ok", "Bye.")]
+
+    def stamped(day: int, pairs: list) -> list:
+        return [{"role": role, "content": text, "timestamp": f"2026-02-{day}T10:{15 + n}:00"}
+                for n, (q, a) in enumerate(pairs) for role, text in (("user", q), ("assistant", a))]
+
+    once1, once2 = stamped(16, turns), stamped(17, turns[:2])
+    # Hermes #860 (February 2026): the gateway re-appended the whole history, stamped with the turn's
+    # time, before the turn's own messages; and the agent stored each reply twice. Rows that the
+    # database holds as Hermes wrote them: the import leaves them as they are.
+    rows1 = once1[:4] + [{**m, "timestamp": once1[4]["timestamp"]} for m in once1[:4]] + once1[4:]
+    rows2 = [m for m in once2 for _ in range(2 if m["role"] == "assistant" else 1)]
+    gateway_db(case / "state.db", [{"id": s1, "messages": rows1, "started": "2026-02-16T10:15:00"},
+                                   {"id": s2, "messages": rows2, "started": "2026-02-17T20:15:00"}])
+    jsonl(case / "home/sessions" / f"{s1}.jsonl", [meta(ts="2026-02-16T10:15:00")] + once1)
+    snapshot(case / "home/sessions" / f"session_{s2}.json", s2, once2, platform="telegram",
+             start="2026-02-17T20:15:00", clean=False)
+    write_expected(case, {
+        "issue": "An export of this project's format is a faithful dump: the rows Hermes doubled (#860) come back row for row",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[count(s1), len(rows1)], [count(s2), len(rows2)]], "round_trip": True},
+                  {**IMPORT_TWICE[1], "round_trip": True}]})
 
 
 def merge_other_db() -> None:
@@ -595,7 +692,9 @@ def main() -> None:
 BUILDERS = (cleaned_snapshot_text, flattened_images, inflated_snapshots, compression_child, unpaired_surrogates,
                   enrichment, empty_model, code_pages, save_without_session_start, hermes_agent_logs, nested_folders,
                   hermes_export, merge_other_db, session_meta_rows, integer_overflow, bad_file_names, report_grouping,
-                  dry_run_names)
+                  dry_run_names, western_windows_transcript,
+                  doubled_replies_mirror_era, export_round_trip_of_doubled_rows,
+                  trailing_space_rewrite_era)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from import_helpers import import_json, query
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.ingest.align import cleaned_text, content_key, durable_text
-from hermes_state_tools.ingest.merge_copies import inflated
+from hermes_state_tools.ingest.inflated import inflated
 
 
 def hermes_clean(content: str) -> str:
@@ -70,6 +70,10 @@ def test_inflated_repeats_go_unless_the_timed_copy_repeats_them_too():
     assert dropped(["qok", "amore", "qok", "amore"], ["qok", "amore", "qok", "amore"]) == []  # said twice
     assert dropped(["qok", "aok", "qok", "aok"], ["qx", "ax"]) == []  # unknown to the timed copy: kept
     assert dropped(["q1", "a1", "q1", "a1", "q1", "a1", "q1", "a1"], ["q1", "a1", "q1", "a1"]) == [4, 5, 6, 7]
+    # February's snapshots repeat each reply instead (q1 a1 a1 q2 a2 a2)
+    assert dropped(["q1", "a1", "a1", "q2", "a2", "a2"], ["q1", "a1", "q2", "a2"]) == [2, 5]
+    assert dropped(["q1", "a1", "a1", "q1", "a1", "a1"], ["q1", "a1"]) == [2, 3, 4, 5]
+    assert dropped(["q1", "aok", "aok", "q2"], ["q1", "aok", "aok", "q2"]) == []  # said twice
 
 
 text = st.text(st.characters(blacklist_categories=["Cc"]) | st.sampled_from(["\ud800", "\udfff", "\n", "\x00"]),
@@ -101,10 +105,11 @@ words = st.sampled_from(["ok", "yes", "hi", "deploy it", "done.",
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.lists(st.tuples(words, words, st.integers(1, 3)), min_size=1, max_size=6), st.booleans())
-def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat):
+@given(st.lists(st.tuples(words, words, st.integers(1, 3)), min_size=1, max_size=6), st.booleans(), st.booleans())
+def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat, replies_doubled):
     """The JSONL holds each exchange once; the snapshot (cleaned text) repeats some 2-3 times, as the
-    gateway's double-write bug did, and maybe re-appends the whole history too: stored once each."""
+    gateway's double-write bug did, or each reply twice (its February form), and maybe re-appends the
+    whole history too: stored once each."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "sessions"
         folder.mkdir()
@@ -114,8 +119,9 @@ def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat):
             stamp = f"2026-03-01T10:{n:02d}:00"
             pair = [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
             lines += [{**m, "timestamp": stamp} for m in pair]
+            answers = [pair[1]] * (1 + replies_doubled)
             inflated += [{**m, "content": hermes_clean(m["content"]) if m["role"] == "assistant" else m["content"]}
-                         for m in pair] * times
+                         for m in [pair[0], *answers]] * times
         if whole_history_repeat:
             inflated += inflated
         (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")

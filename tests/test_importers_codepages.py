@@ -28,9 +28,55 @@ TURKISH = "Günaydın! Bugün İstanbul'da hava güneşli, şemsiyeye gerek yok.
     ("Ąžuolas ir ėglė šalia upės", "cp1257"),
     ("こんにちは、元気ですか？", "cp932"),
     ("你好，世界，这是中文", "cp936"),
+    ("Dobrý den, jak se máš? Děkuji, mám se dobře. Čtvrtek je hezký.", "cp1250"),
+    ("Árvíztűrő tükörfúrógép. Köszönöm szépen, jó napot!", "cp1250"),
+    ("Bună ziua! Mulţumesc frumos, şi eu sunt bine. În România.", "cp1250"),
+    ("Dobar dan! Kako ste? Hvala lijepo, ćevapi su dobri. Đak, šuma, žaba, čaj.", "cp1250"),
+    ("Dobrý deň! Ďakujem pekne, mám sa dobre. Ľúbim ťa.", "cp1250"),
+    ("Dzień dobry! Dziękuję bardzo, wszystko w porządku. Łódź jest piękna.", "cp1250"),
+    ("Merhaba, nasılsın? İyiyim, teşekkür ederim.", "cp1254"),
+    ("Добрий день! Як справи? Дякую, все добре.", "cp1251"),
+    # read as cp1251, Greek is "КблзмЭсб" and Arabic "гСНИЗ": capitals after small letters
+    ("Καλημέρα! Τι κάνεις; Ευχαριστώ πολύ.", "cp1253"),
+    ("مرحبا كيف حالك", "cp1256"),
+    ("Labdien! Paldies, man iet labi. Ļoti jauki, ņem šo.", "cp1257"),
+    ("Tere hommikust! Aitäh, mul läheb hästi. Õun ja šokolaad.", "cp1257"),
 ])
 def test_the_page_the_text_was_written_in_is_chosen(text, codec):
     assert choose([text.encode(codec)]).codec == codec
+
+
+# cp1252 text of each Western European language, as chat messages hold it: cp1250 decodes all of it too
+# (ï as ď, ½ as ˝, ¿ as ż, ø as ř), which must not make its reading the likelier one.
+WESTERN = {
+    "English": "The naïve café owner’s résumé — “smart quotes” … costs €5 ±2 ½ kg, 10° × 3 µm.",
+    "French": "Café naïve résumé — “smart quotes” … €5 ±2 ½",
+    "French, more": "L'œuvre du cœur : où êtes-vous allés ? Ça coûte 12 € à Noël, déjà payé.",
+    "German": "Grüße aus München! Die Straße ist schön, aber das Wetter ist schlecht. Größe: 42 × 30 cm.",
+    "Spanish": "¿Cómo estás? ¡Mañana vamos a la montaña con el niño! Está a 5 km de aquí.",
+    "Portuguese": "Não sei se ações são possíveis; a informação está na página três. Obrigação cumprida.",
+    "Italian": "Perché è così difficile? Più tardi andrò là, però è già mezzogiorno. Città.",
+    "Dutch": "Ik ben geïnteresseerd in België; de financiële coöperatie is één idee. Café.",
+    "Danish": "Hej! Jeg kommer fra Århus og spiser rødgrød med fløde. Æbler er gode.",
+    "Norwegian": "Været i Tromsø er kaldt; vi går på tur til Ålesund og spiser blåbær. Sjøen.",
+    "Swedish": "Hej! Jag bor i Göteborg och äter kött på fredagar. Även åtta små äpplen.",
+    "Finnish": "Hyvää päivää! Tämä on äänekäs kysymys: mitä sinä syöt tänään? Kiitos paljon.",
+    "Icelandic": "Góðan daginn! Þetta er íslenska, með ð og þ. Ég á heima í Reykjavík. Hvað segirðu?",
+    "Faroese": "Góðan dag! Eg eri úr Føroyum; hvussu hevur tú tað? Takk fyri seinast.",
+    "Catalan": "Bon dia! La col·lecció és a la ciutat; l'escola té molts alumnes. Què fas avui? Açò.",
+    "Galician": "Bo día! A nosa lingua é galega; ¿onde está a estación? Non sei nada máis.",
+    "Basque": "Kaixo! Zer moduz? Euskal Herrian bizi naiz; ñabardura batzuk daude.",
+    "Irish": "Dia duit! Tá mé go maith, go raibh maith agat. Cén chaoi a bhfuil tú? Ní féidir.",
+    "Scottish Gaelic": "Ciamar a tha thu? Tha mi gu math; tha an t-sìde brèagha an-diugh. Fàilte òg.",
+    "Luxembourgish": "Moien! Wéi geet et? Ech sinn aus Lëtzebuerg, a mir schwätzen Lëtzebuergesch. Äddi.",
+    "Afrikaans": "Goeiedag! Hoe gaan dit? Ek is baie lief vir my kinders se môre; êrens ôf ê.",
+    "Albanian": "Përshëndetje! Si jeni? Unë jam mirë, faleminderit. Çfarë bëni sot?",
+}
+
+
+@pytest.mark.parametrize("language", sorted(WESTERN))
+def test_western_european_text_is_read_as_cp1252(language):
+    assert choose([WESTERN[language].encode("cp1252")]).codec == "cp1252"
 
 
 def test_one_page_for_the_whole_file_even_where_a_line_alone_cannot_tell(tmp_path):

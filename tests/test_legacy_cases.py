@@ -12,9 +12,12 @@ from tests.legacy_cases import build_all
 
 CASES = [
     "bad_file_names", "cleaned_snapshot_text", "code_pages", "compression_child_under_parent_name",
-    "dry_run_names", "empty_model", "enrichment_messages_enriched", "flattened_images", "hermes_agent_logs",
-    "hermes_sessions_export", "inflated_snapshots", "integer_overflow", "merge_other_db", "nested_folders",
-    "report_grouping", "save_without_session_start", "session_meta_rows_foreign_role", "unpaired_surrogates",
+    "doubled_replies_mirror_era", "dry_run_names", "empty_model", "enrichment_messages_enriched",
+    "export_round_trip_of_doubled_rows",
+    "flattened_images", "hermes_agent_logs", "hermes_sessions_export", "inflated_snapshots", "integer_overflow",
+    "merge_other_db", "nested_folders", "report_grouping", "save_without_session_start",
+    "session_meta_rows_foreign_role", "trailing_space_rewrite_era", "unpaired_surrogates",
+    "western_windows_transcript",
 ]
 
 

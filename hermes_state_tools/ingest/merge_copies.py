@@ -7,9 +7,7 @@ messages), the plan goes out; writer.py turns plans into SQL.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from difflib import SequenceMatcher
 from typing import Any, cast
 
 from hermes_state_tools.core import jsonutil
@@ -23,6 +21,7 @@ from hermes_state_tools.ingest.align import (
     save_time_holds,
     unpair_out_of_time,
 )
+from hermes_state_tools.ingest.inflated import inflated
 from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
 from hermes_state_tools.ingest.session_row import first_value, new_row, session_fields
 from hermes_state_tools.ingest.timeline import STEP, place_run
@@ -158,44 +157,6 @@ def _take_fields(slot: _Slot, message: LegacyMessage) -> None:
 
 def _timed(slots: list[_Slot]) -> bool:
     return any(s.timestamp is not None for s in slots)
-
-
-def _exchanges(keys: Sequence[Key]) -> list[tuple[tuple[Key, ...], list[int]]]:
-    """Runs of equal consecutive exchanges (a user message and what follows it up to the next one):
-    (the exchange's keys, the index where each of its copies starts)."""
-    runs: list[tuple[tuple[Key, ...], list[int]]] = []
-    start = 0
-    for at in range(1, len(keys) + 1):
-        if at < len(keys) and keys[at][0] != "user":
-            continue
-        exchange = tuple(keys[start:at])
-        if runs and runs[-1][0] == exchange:
-            runs[-1][1].append(start)
-        else:
-            runs.append((exchange, [start]))
-        start = at
-    return runs
-
-
-def inflated(keys: Sequence[Key], reference: Sequence[Key]) -> set[int]:
-    """Indexes of an untimed copy's messages that repeat an exchange more often in a row than the timed
-    copies (`reference`) do: a gateway bug, fixed in March 2026, wrote each message 2-3 times, and
-    snapshots taken from it repeat every exchange (q1 a1 q1 a1 q2 a2 q2 a2 ...). The timed copies'
-    multiplicity wins; an exchange they do not hold at all is left alone. Only timed copies that start
-    where this one starts can say how often an exchange was said: a database holding only a session's
-    latest turns holds one of an exchange really said twice, and nothing is dropped then."""
-    ours, theirs = _exchanges(keys), _exchanges(reference)
-    dropped: set[int] = set()
-    if not ours or not theirs or ours[0][0] != theirs[0][0]:
-        return dropped
-    matcher = SequenceMatcher(None, [e for e, _ in ours], [e for e, _ in theirs], autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for offset in range(block.size):
-            exchange, starts = ours[block.a + offset]
-            held = len(theirs[block.b + offset][1])
-            for start in starts[held:]:
-                dropped.update(range(start, start + len(exchange)))
-    return dropped
 
 
 def _copy_of(slot: _Slot) -> Copy:
