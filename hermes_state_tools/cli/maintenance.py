@@ -47,7 +47,7 @@ def _human_check(doc: dict[str, Any]) -> str:
 
 
 DAMAGE_ADVICE = ("the file is damaged: nothing writes into it now; `repair` rebuilds derived data (indexes, "
-                 "search index); for canonical data run `hermes-state recover NEW.db` (see README)")
+                 "search index); for canonical data run `hermes-state recover NEW.db` (see docs/damage.md)")
 
 
 def _human_repair(doc: dict[str, Any]) -> str:

@@ -29,4 +29,4 @@ def wal_reset_notes() -> list[str]:
         return []
     return [f"SQLite {sqlite_version()} has the WAL-reset bug (3.7.0 through 3.51.2, fixed in 3.51.3): "
             "concurrent writers or checkpoints can corrupt a WAL database; run on SQLite 3.51.3 or later "
-            "(see the README, 'Running on a fixed SQLite')"]
+            "(see docs/damage.md, 'Running on a fixed SQLite')"]
