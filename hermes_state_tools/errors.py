@@ -95,5 +95,9 @@ class SearchIndexMissingError(HermesStateError):
     """The FTS table or its triggers are missing; `repair` (or opening with SessionDB) rebuilds them."""
 
 
+class LayoutMismatchError(HermesStateError):
+    """`--schema N` named a layout for a database that exists in another one (a file keeps its layout)."""
+
+
 class UnknownSourceError(HermesStateError):
     """A --source that no session in the database has (the known sources are listed)."""

@@ -46,6 +46,7 @@ from hermes_state_tools.errors import (
     DestinationFullError,
     DestinationUnwritableError,
     HermesStateError,
+    LayoutMismatchError,
     NotAHermesDatabaseError,
     SameDatabaseError,
     SchemaTooNewError,
@@ -72,6 +73,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (UnsafeDestinationError, EXIT_USAGE),
     (SameDatabaseError, EXIT_USAGE),
     (UnknownSourceError, EXIT_USAGE),
+    (LayoutMismatchError, EXIT_USAGE),
     (HermesStateError, EXIT_PROBLEMS),
 ]
 

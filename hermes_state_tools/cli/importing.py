@@ -23,6 +23,7 @@ from hermes_state_tools.cli.base import (
 )
 from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.connection import is_io_error
+from hermes_state_tools.core.layouts import known_versions
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.errors import StorageIOError
 from hermes_state_tools.ingest.launch import finding_reader, stop_early, stop_reader
@@ -107,8 +108,12 @@ def _problem_lines(doc: dict[str, Any]) -> list[str]:
 @click.option("--tz", "tz", metavar="ZONE", callback=_zone,
               help="Time zone of naive timestamps in the files (default: this machine's local time).")
 @click.option("--source", metavar="NAME", help="Source for sessions whose files name none (default: unknown/cli).")
+@click.option("--schema", "schema", type=click.Choice([str(v) for v in known_versions()]), metavar="N",
+              help="Create a new database in the layout of Hermes schema N (6-17), exactly as that Hermes "
+                   "creates it (default 6); an existing database keeps its own.")
 @common_options()
-def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | None, as_json: bool) -> None:
+def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | None, schema: str | None,
+                 as_json: bool) -> None:
     """Import legacy Hermes transcripts (sessions/*.jsonl, snapshots, /save files, logs) into state.db.
 
     PATH may be a HERMES_HOME, a sessions folder, or single files. Re-running imports nothing twice;
@@ -120,6 +125,7 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
       hermes-state import-jsonl ~/.hermes
       hermes-state --db ./state.db import-jsonl ~/.hermes/sessions --dry-run
       hermes-state import-jsonl old/session_20260301_101010_abcdef.json --tz Europe/Lisbon --json
+      hermes-state --db new.db import-jsonl ~/.hermes --schema 17
     """
     # A folder may hold thousands of files, read in a reader process: started with the command
     # (launch.start_early) or now, and asked to find them, while the import's own modules load.
@@ -136,7 +142,8 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
         raise
 
     _report_import(lambda bars: import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run,
-                                             progress=bars, reader=reader))
+                                             progress=bars, reader=reader,
+                                             schema=int(schema) if schema else None))
 
 
 def _report_import(run: Callable[[ImportBars | None], ImportStats]) -> None:

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.core.records import Problem
-from hermes_state_tools.core.schema import SCHEMA_VERSION
-from hermes_state_tools.errors import DestinationExistsError, NotAHermesDatabaseError
+from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer
+from hermes_state_tools.errors import DestinationExistsError, LayoutMismatchError, NotAHermesDatabaseError
 from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import Find
 from hermes_state_tools.ingest.dry_run import as_written, with_stored_texts
@@ -223,15 +223,19 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
             conn.close()
 
 
-def prepare_schema(db_path: Path, stats: ImportStats) -> bool:
+def prepare_schema(db_path: Path, stats: ImportStats, schema: int | None = None) -> bool:
     """Refuse a foreign, newer or damaged file (nothing writes into one; a dry run says what the real
-    run would), whether or not anything is found to import. True: the file was proven sound for a
-    real run (open_target need not prove it again)."""
+    run would), whether or not anything is found to import, and one of another layout than `schema`
+    asks for. True: the file was proven sound for a real run (open_target need not prove it again)."""
     if db_path.exists() and not db_path.is_file():  # a folder, a pipe, a device: never a store
         raise NotAHermesDatabaseError(f"{db_path}: not a file")
     if not (db_path.exists() and db_path.stat().st_size):
         return False
-    require_sound(db_path, full=True)  # supported and sound (integrity_check: rows go in beside damage), in one look
+    # supported and sound (integrity_check: rows go in beside damage), in one look
+    version = require_sound(db_path, full=True)
+    if schema is not None and (version if is_newer(version) else SCHEMA_VERSION) != schema:
+        raise LayoutMismatchError(f"{db_path}: --schema {schema} creates a new database, and this one exists at "
+                                  f"schema {version}; it keeps its own layout (leave --schema out to import into it)")
     if stats.dry_run:
         return False
     require_writable(db_path)
@@ -269,6 +273,7 @@ class _Job:
     spare: list[ReaderProcess] = field(default_factory=list)
     proven: bool = False  # the existing file passed require_sound before the files were read
     ahead: bool = False  # the spare reader found the files itself and reads them, planned against no database
+    schema: int | None = None  # --schema: the layout a new file is created in (None: 6, the contract's)
 
 
 def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
@@ -305,14 +310,14 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
         stats, log = ImportStats(), ReadLog(list(job.found))
         try:
             # Planned against no database: the new file holds only what this run writes.
-            build_new_store(db_path, lambda db: _write_into(db, None, job, stats, log))
+            build_new_store(db_path, lambda db: _write_into(db, None, job, stats, log), job.schema or SCHEMA_VERSION)
             stats.database_created = str(db_path)  # said, so a typo'd --db is seen at once
             return stats, log
         except DestinationExistsError:
             if job.progress:
                 job.progress.start(len(job.files))  # the files are read again
             # The file that appeared is held to the usual rules.
-            job = replace(job, proven=prepare_schema(db_path, ImportStats()))
+            job = replace(job, proven=prepare_schema(db_path, ImportStats(), job.schema))
     stats, log = ImportStats(), ReadLog(list(job.found))
     empty = db_path.exists() and db_path.stat().st_size == 0  # a 0-byte file is made a store, as a missing one
     _into_existing(db_path, job, stats, log)
@@ -323,7 +328,7 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
 
 def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, source: str | None = None,
                  dry_run: bool = False, progress: Progress | None = None,
-                 reader: AskedReader | None = None) -> ImportStats:
+                 reader: AskedReader | None = None, schema: int | None = None) -> ImportStats:
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty).
 
     `reader`: a reader process the caller started beforehand with the same arguments
@@ -347,7 +352,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         new_file = not (db_path.exists() and db_path.stat().st_size)  # a dry run says it would make it
         # A non-empty file must already be a Hermes database of a supported schema (refused otherwise,
         # dry run or not, files found or not); the store is opened (and upgraded) only to write.
-        proven = prepare_schema(db_path, stats)
+        proven = prepare_schema(db_path, stats, schema)
         # The files, discovery's notices, and whether the reader reads them already: found by the
         # reader when it was asked to; here when it was not, or failed (it is then stopped, and one
         # started anew once enough files are found).
@@ -370,7 +375,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
             note_upgrade(db_path, stats)
             _dry_run(db_path, files, tz, source, stats, log)
         else:
-            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare, proven, ahead))
+            stats, log = _real_run(db_path, _Job(files, found, tz, source, progress, spare, proven, ahead, schema))
     finally:
         for child in spare:  # not taken: the run failed before it read (or found fewer files once counted)
             stop_reader(child, given_work=asked)

@@ -1,1 +1,3 @@
-"""The schema of each later Hermes layout as its own code creates it (scripts/make_layouts.py); read by core/layouts.py."""
+"""The schema of each later Hermes layout as its own code creates it (scripts/make_layouts.py).
+
+Read by core/layouts.py."""

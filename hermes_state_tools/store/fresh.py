@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from hermes_state_tools.core.paths import unclaimed
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import DestinationExistsError, StorageIOError
 from hermes_state_tools.store.files import place, remove_stale_temps, remove_with_sidecars, temp_beside
 from hermes_state_tools.store.session_db import SessionDB
@@ -27,8 +28,9 @@ T = TypeVar("T")
 TEMP_PURPOSE = "import"
 
 
-def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
-    """Run `build` on a new store (schema v6, mode 0600) that becomes `dest` only once it is complete.
+def build_new_store(dest: Path, build: Callable[[SessionDB], T], schema: int = SCHEMA_VERSION) -> T:
+    """Run `build` on a new store (mode 0600; schema v6, or the later layout `schema`) that becomes `dest`
+    only once it is complete.
 
     Raises DestinationExistsError, with nothing left behind, when `dest` appeared meanwhile (another
     process created it): it is never overwritten. Any other failure also removes the new file."""
@@ -37,7 +39,7 @@ def build_new_store(dest: Path, build: Callable[[SessionDB], T]) -> T:
     temp = temp_beside(dest, TEMP_PURPOSE)
     remove_with_sidecars(temp)  # our pid's name: only a dead process that had the same pid left this
     try:
-        with SessionDB(temp) as db, writing_back(temp):
+        with SessionDB(temp, schema=schema) as db, writing_back(temp):
             _unjournaled(db)
             result = build(db)
             _to_wal(db, temp)

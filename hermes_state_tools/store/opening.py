@@ -26,7 +26,14 @@ from hermes_state_tools.core.connection import (
 )
 from hermes_state_tools.core.file_header import only_header_damaged, page_size_of_pages
 from hermes_state_tools.core.layouts import read_layout
-from hermes_state_tools.core.schema import NEWEST_KNOWN, TABLE_COLUMNS, is_newer, object_names, read_version
+from hermes_state_tools.core.schema import (
+    NEWEST_KNOWN,
+    SCHEMA_VERSION,
+    TABLE_COLUMNS,
+    is_newer,
+    object_names,
+    read_version,
+)
 from hermes_state_tools.errors import (
     DamagedDatabaseError,
     DatabaseInUseError,
@@ -406,17 +413,18 @@ def _remove_new_empty_sidecars(path: Path, existed: list[bool]) -> None:
         shm.unlink(missing_ok=True)
 
 
-def open_store(path: Path, lock: threading.RLock,
-               proven: bool = False) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
-    """Open (creating if needed) and bring the schema to v6, one transaction per step. `proven`: the
-    caller's require_sound passed on this file a moment ago (an import checks before it reads a file)."""
+def open_store(path: Path, lock: threading.RLock, proven: bool = False,
+               schema: int = SCHEMA_VERSION) -> tuple[sqlite3.Connection, WriteRunner, UpgradeReport]:
+    """Open (creating if needed, in the layout of `schema`) and bring a schema 1-5 to v6, one transaction
+    per step; a later Hermes' layout keeps its own. `proven`: the caller's require_sound passed on this
+    file a moment ago (an import checks before it reads a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if not proven and path.exists() and path.stat().st_size:  # a newer file refused, then a damaged one
         require_database_file(path)
         _proven(path, lambda stable: _look(path, False, False, hermes=False, stable=stable))
     conn, runner = open_writable(path, lock)
     try:
-        report = bring_up_to_date(conn, runner.run)
+        report = bring_up_to_date(conn, runner.run, schema)
     except BaseException:
         conn.close()
         raise

@@ -14,7 +14,9 @@ from hermes_state_tools.core.connection import (
     _WRITE_RETRY_MAX_S,
     _WRITE_RETRY_MIN_S,
 )
+from hermes_state_tools.core.layouts import known_versions
 from hermes_state_tools.core.paths import default_db_path
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.store.opening import open_store
 from hermes_state_tools.tables import (
     deleting,
@@ -38,7 +40,12 @@ class SessionDB:
     _CHECKPOINT_EVERY_N_WRITES = _CHECKPOINT_EVERY_N_WRITES
     MAX_TITLE_LENGTH = titles.MAX_TITLE_LENGTH
 
-    def __init__(self, db_path: Path | str | None = None, *, _proven: bool = False) -> None:
+    def __init__(self, db_path: Path | str | None = None, *, schema: int = SCHEMA_VERSION,
+                 _proven: bool = False) -> None:
+        # schema (this library's, not Hermes' contract): the layout a new file is created in, 6 or a later
+        # Hermes' (core/layouts.py); an existing file keeps its own.
+        if schema not in known_versions():
+            raise ValueError(f"no known layout for schema {schema} (known: {', '.join(map(str, known_versions()))})")
         # _proven (this library's own import, not Hermes' contract): the file passed require_sound
         # a moment ago, so opening it skips a second quick_check (about 0.1 s per 50 MB).
         self.db_path = Path(db_path).expanduser() if db_path is not None else default_db_path()
@@ -46,7 +53,7 @@ class SessionDB:
         # jittered application-level retries (see connection.py), so writers never convoy.
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        conn, self._writer, self.upgrade_report = open_store(self.db_path, self._lock, _proven)
+        conn, self._writer, self.upgrade_report = open_store(self.db_path, self._lock, _proven, schema)
         self._conn = conn
 
     # -- plumbing -----------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from hermes_state_tools.core.layouts import FileLayout, read_layout
+from hermes_state_tools.core.layouts import FileLayout, layout, read_layout
 from hermes_state_tools.core.schema import (
     INDEXES,
     NEWEST_KNOWN,
@@ -115,10 +115,14 @@ def set_version(conn: sqlite3.Connection, version: int) -> None:
     conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
 
 
-def create_fresh(conn: sqlite3.Connection) -> UpgradeReport:
-    """Create the whole v6 schema (the caller wraps this in one transaction)."""
-    create_schema(conn)
-    return UpgradeReport(from_version=0, to_version=SCHEMA_VERSION, created=True)
+def create_fresh(conn: sqlite3.Connection, schema: int = SCHEMA_VERSION) -> UpgradeReport:
+    """Create a whole schema: v6, or a later Hermes' layout exactly as its own code creates it (the caller
+    wraps this in one transaction)."""
+    if schema == SCHEMA_VERSION:
+        create_schema(conn)
+    else:
+        layout(schema).create(conn)
+    return UpgradeReport(from_version=0, to_version=schema, created=True)
 
 
 def missing_structure(conn: sqlite3.Connection) -> list[str]:
@@ -206,14 +210,15 @@ class RunWrite(Protocol):
     def __call__(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
 
 
-def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite) -> UpgradeReport:
-    """Create or upgrade the schema, one transaction per step; `run` is the write runner.
+def bring_up_to_date(conn: sqlite3.Connection, run: RunWrite, schema: int = SCHEMA_VERSION) -> UpgradeReport:
+    """Create (in the layout of `schema`) or upgrade the schema, one transaction per step; `run` is the
+    write runner.
 
     Reads first and writes only when something is pending, so opening an up-to-date
     database never takes the write lock.
     """
     if is_empty(conn):
-        created = run(lambda c: create_fresh(c) if is_empty(c) else None)
+        created = run(lambda c: create_fresh(c, schema) if is_empty(c) else None)
         if created is not None:
             return created
     if (later := later_layout(conn)) is not None:
