@@ -90,3 +90,13 @@ def counter_mismatches(conn: sqlite3.Connection) -> list[tuple[str, int, int, in
 
 def _within(stored: object, low: int, high: int) -> bool:
     return isinstance(stored, int) and low <= stored <= high
+
+
+def add_placeholder_session(conn: sqlite3.Connection, session_id: str, source: str, started: float | None,
+                            ended: float | None, end_reason: str) -> None:
+    """A session row for messages whose own session is gone, with the values the file's layout gives a
+    new row (a later Hermes' archived = 0, ...)."""
+    given = read_layout(conn).new_row_values("sessions")
+    columns = ", ".join(("id", "source", "started_at", "ended_at", "end_reason", *given))
+    conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({', '.join('?' * (5 + len(given)))})",
+                 (session_id, source, started, ended, end_reason, *given.values()))

@@ -80,13 +80,9 @@ class _Run:
 def recover_orphan_messages(run: _Run) -> None:
     """Messages whose session is missing keep their rows: a placeholder session is created for them."""
     rows = orphaned_messages(run.conn)
-    given = read_layout(run.conn).new_row_values("sessions")  # a later layout's archived = 0, ...
-    columns = ", ".join(("id", "source", "started_at", "ended_at", "end_reason", *given))
     for session_id, first, last, count in rows:
-        run.conn.execute(
-            f"INSERT INTO sessions ({columns}) VALUES ({', '.join('?' * (5 + len(given)))})",
-            (session_id, PLACEHOLDER_SOURCE, first, last, PLACEHOLDER_END_REASON, *given.values()),
-        )
+        layout_rules.add_placeholder_session(run.conn, session_id, PLACEHOLDER_SOURCE, first, last,
+                                             PLACEHOLDER_END_REASON)
         new = {"source": PLACEHOLDER_SOURCE, "started_at": first, "ended_at": last,
                "end_reason": PLACEHOLDER_END_REASON, "message_count": count}
         detail = f"created placeholder session {session_id!r} (source {PLACEHOLDER_SOURCE!r}) for its {count} messages"
