@@ -318,3 +318,17 @@ def test_repair_of_a_destroyed_index_rebuilds_the_file_in_its_own_layout(tmp_pat
     assert [f.kind for f in check_file(path)][:1] == ["integrity"]
     assert cli("--db", path, "repair", "--no-progress") == 0
     assert check_file(path) == [] and _schema(path) == schema and _tables(path) == tables
+
+
+@pytest.mark.parametrize("name", ("v6", "v10", "v11", "v17"))
+def test_hermes_sees_a_repaired_file_as_it_saw_its_own(tmp_path, name):
+    from hermes_oracle import hermes_view, require_hermes, summarize
+
+    require_hermes()
+    entry = hermes_fixtures.manifest()[name]
+    path = hermes_fixtures.load(name, tmp_path)
+    version = version_row(path)
+    raw(path, "DROP TRIGGER messages_fts_delete", *_altered_update_trigger(version), "DROP INDEX idx_sessions_started")
+    assert repair_file(path).ok and triggers(path) == own_triggers(version)
+    view = hermes_view(entry["commit"], path)
+    assert summarize(view) == entry["hermes_view"] and set(view["integrity"].values()) == {"ok"}
