@@ -332,3 +332,15 @@ def test_hermes_sees_a_repaired_file_as_it_saw_its_own(tmp_path, name):
     assert repair_file(path).ok and triggers(path) == own_triggers(version)
     view = hermes_view(entry["commit"], path)
     assert summarize(view) == entry["hermes_view"] and set(view["integrity"].values()) == {"ok"}
+
+
+@pytest.mark.parametrize("name", ("v11", "v14-active", "v17-tip"))
+def test_hermes_sees_a_recovered_file_as_it_saw_its_source(tmp_path, name):
+    from hermes_oracle import hermes_view, require_hermes, summarize
+
+    require_hermes()
+    entry = hermes_fixtures.manifest()[name]
+    dest = tmp_path / "out.db"
+    assert cli("--db", hermes_fixtures.load(name, tmp_path), "recover", dest, "--no-progress") == 0
+    view = hermes_view(entry["commit"], dest)
+    assert summarize(view) == entry["hermes_view"] and set(view["integrity"].values()) == {"ok"}
