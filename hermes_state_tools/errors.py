@@ -101,3 +101,27 @@ class LayoutMismatchError(HermesStateError):
 
 class UnknownSourceError(HermesStateError):
     """A --source that no session in the database has (the known sources are listed)."""
+
+
+class ArchiveError(HermesStateError):
+    """Base of the fleet archive's errors (the archive on PostgreSQL)."""
+
+
+class ArchiveUnreachableError(ArchiveError):
+    """The archive's server cannot be reached or refused the login; nothing was changed (exit 69)."""
+
+
+class ArchiveURLError(ArchiveError):
+    """The archive URL is malformed or missing; nothing was tried (a usage error)."""
+
+
+class ArchiveDriverMissingError(ArchiveError):
+    """psycopg, the PostgreSQL driver the archive needs, is not installed (a usage error)."""
+
+
+class ArchiveTooNewError(ArchiveError):
+    """The archive was written by a newer hermes-state-tools: it is read, never written (exit 3)."""
+
+
+class UnknownHostError(ArchiveError):
+    """A --host the archive holds nothing of (the known hosts are listed; a usage error)."""

@@ -5,8 +5,9 @@ case as a ratio to its floor measured in the same run, interleaved, medians comp
 
 check (full)    `hermes-state check` (process) / PRAGMA integrity_check + FTS5 'integrity-check' rank=1
 check --quick   `hermes-state check --quick` (process) / PRAGMA quick_check
-search          common (top-10 words), selective (rank 20k-49k) and no match (a selective word beside
-                one no message holds: the literal look) p50/p95 of search_messages
+search          common (top-10 words), prefix (`w*` of each), phrase (`"w0 w1"`, `"w1 w2"`, ...), selective
+                (rank 20k-49k) and no match (a selective word beside one no message holds: the literal
+                look) p50/p95 of search_messages
 append          SessionDB.append_message / raw BEGIN IMMEDIATE + INSERT + counter UPDATE + COMMIT (and
                 without the contract's checkpoint every 50 writes; alone: bench_scale.py --append N)
 prune           `hermes-state prune` of half the sessions (process) / bare DELETEs with the FTS triggers
@@ -15,6 +16,7 @@ memory          peak RSS of check, export, prune, vacuum at N against N/10 messa
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sqlite3
@@ -93,8 +95,11 @@ def search_latencies(store: Path) -> dict[str, tuple[float, float]]:
     selective = [words[i] for i in (20000, 25000, 30000, 35000, 40000, 49000)]
     # A selective word beside one that no message holds: no whole-word match, so search_messages goes
     # on to its literal look (bounded to the newest messages), the cost of any query that finds nothing.
-    groups = {"common": words[:10], "selective": selective,
-              "no match": [f"{word} zq{n}xw" for n, word in enumerate(selective)]}
+    # A prefix of a common word matches hundreds of words (FTS5 merges all their lists); a phrase of two
+    # common words needs bm25's count of every row that holds it.
+    groups = {"common": words[:10], "prefix": [f"{word}*" for word in words[:10]],
+              "phrase": [f'"{a} {b}"' for a, b in itertools.pairwise(words[:11])],
+              "selective": selective, "no match": [f"{word} zq{n}xw" for n, word in enumerate(selective)]}
     conn = _readonly(store)
     conn.row_factory = sqlite3.Row
     out = {}
@@ -229,14 +234,22 @@ def memory(store: Path, small: Path, run_cli: Callable[[list[str]], tuple[float,
     print(f"memory:  peak RSS at N / N/10: {shown} (goal <= ~1.2x)")
 
 
-if __name__ == "__main__":  # python scripts/bench_scale.py --append N: only the append case, on N messages
+if __name__ == "__main__":  # python scripts/bench_scale.py --append N | --search N: one case alone, on N messages
     import argparse
     import tempfile
 
-    parser = argparse.ArgumentParser(description="the append case of bench.py --messages, alone")
-    parser.add_argument("--append", type=int, required=True, metavar="N", help="messages in the store")
+    parser = argparse.ArgumentParser(description="the append or the search case of bench.py --messages, alone")
+    case = parser.add_mutually_exclusive_group(required=True)
+    case.add_argument("--append", type=int, metavar="N", help="the append case, on a store of N messages")
+    case.add_argument("--search", type=int, metavar="N", help="the search rows, on a store of N messages")
+    parser.add_argument("--store", type=Path, help="with --search: a store zipf_store.py built, not a new one")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as scratch:
-        zipf_store.build(str(Path(scratch) / "store.db"), args.append)
-        print_append(Path(scratch) / "store.db", Path(scratch), args.repeat)
+        store = args.store if args.search and args.store else Path(scratch) / "store.db"
+        if store != args.store:
+            zipf_store.build(str(store), args.append or args.search)
+        if args.append:
+            print_append(store, Path(scratch), args.repeat)
+        for name, (p50, p95) in search_latencies(store).items() if args.search else ():
+            print(f"search:  {name} p50 {p50:.1f} ms, p95 {p95:.1f} ms")

@@ -36,3 +36,19 @@ def db(db_path: Path) -> Iterator[SessionDB]:
 def s1(db: SessionDB) -> str:
     """A plain cli session called "s1" in the `db` store."""
     return db.create_session("s1", "cli")
+
+
+@pytest.fixture
+def archive_url() -> Iterator[str]:
+    """A new empty PostgreSQL database for one archive test (tests/pg.py: skipped without a server, except under CI)."""
+    from pg import new_database
+
+    yield from new_database()
+
+
+@pytest.fixture
+def second_archive_url() -> Iterator[str]:
+    """Another new empty database, for comparing two archives."""
+    from pg import new_database
+
+    yield from new_database()

@@ -665,6 +665,47 @@ def test_random_bytes_over_an_overflow_page_are_reported_never_a_bug(tmp_path, a
     assert sha256(path) == digest
 
 
+@pytest.mark.parametrize("query", ["a", "x", "a AND OR b"])
+def test_search_that_reads_text_a_destroyed_page_made_undecodable_exits_65(tmp_path, query):
+    # The literal look of a one-letter word runs a Python SQL function over each message's text; the
+    # text on a destroyed last overflow page is not UTF-8, and Python's sqlite3 said "user-defined
+    # function raised exception" (exit 70, a bug) instead of naming the damage.
+    path = build_db(tmp_path / "state.db", sessions=6, per_session=4, size=12000)
+    chain, size = _overflow_chain(path)
+    with open(path, "r+b") as handle:
+        handle.seek((chain[-1] - 1) * size)
+        handle.write(random.Random(1).randbytes(size))
+    digest = sha256(path)
+    result = cli("--db", path, "search", query)
+    assert result.exit_code == 65 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "damaged" in result.stderr and "user-defined" not in result.stderr
+    assert sha256(path) == digest
+
+
+def test_cjk_search_that_reads_text_a_destroyed_page_made_undecodable_exits_65(tmp_path):
+    # A CJK query's Latin word is looked for glued to CJK in the messages past the side table's mark,
+    # through a Python SQL function: the same "user-defined function raised exception" (70) it was.
+    from hermes_state_tools.search import trigram
+
+    path = build_db(tmp_path / "state.db", sessions=2, per_session=3, size=300)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                     "('sess-00000', 'user', '東京の天気 kappa', 1.0)")
+        assert trigram.refresh(conn)["last_id"] >= 0
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                     "('sess-00001', 'user', ?, 2.0)", ("kappa sigma " * 2000,))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    chain, size = _overflow_chain(path)
+    with open(path, "r+b") as handle:
+        handle.seek((chain[-1] - 1) * size)
+        handle.write(random.Random(1).randbytes(size))
+    result = cli("--db", path, "search", "東京 kappa")
+    assert result.exit_code == 65 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "not UTF-8" in result.stderr
+
+
 def test_hermes_json_content_marker_is_written_text_and_stray_zeros_are_not():
     from hermes_state_tools.maintenance.locate_damage import written_text
 

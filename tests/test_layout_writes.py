@@ -17,6 +17,8 @@ import pytest
 
 from hermes_state_tools.core.layouts import LATER_VERSIONS, layout
 from tests.import_helpers import cli, import_json, query
+from tests.layout_helpers import hermes_objects as objects
+from tests.layout_helpers import search_index_agrees
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "fixtures" / "legacy-home"
@@ -62,32 +64,6 @@ def hermes_rows(path: Path) -> None:
     conn.close()
 
 
-def objects(path: Path) -> dict[str, str]:
-    conn = sqlite3.connect(path)
-    try:
-        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'index', 'table') "
-                                 "AND name NOT LIKE 'hst_%' AND sql IS NOT NULL"))
-    finally:
-        conn.close()
-
-
-def search_index_agrees(path: Path, version: int) -> None:
-    """Every search index of the layout passes FTS5's own check and holds the text its triggers give."""
-    conn = sqlite3.connect(path)
-    try:
-        for index in layout(version).search:
-            conn.execute(f"INSERT INTO {index.name}({index.name}, rank) VALUES ('integrity-check', 1)")
-            if index.inline:
-                differ = conn.execute(
-                    f"SELECT COUNT(*) FROM messages m LEFT JOIN {index.name} f ON f.rowid = m.id "
-                    f"WHERE f.content IS NOT ({index.text('m')})").fetchone()[0]
-                extra = conn.execute(f"SELECT COUNT(*) FROM {index.name} WHERE rowid NOT IN "
-                                     "(SELECT id FROM messages)").fetchone()[0]
-                assert (differ, extra) == (0, 0), index.name
-    finally:
-        conn.close()
-
-
 @pytest.mark.parametrize("version", LATER_VERSIONS)
 def test_import_writes_in_the_layouts_own_form(tmp_path: Path, version: int) -> None:
     db = hermes_file(tmp_path / "state.db", version)
@@ -97,7 +73,7 @@ def test_import_writes_in_the_layouts_own_form(tmp_path: Path, version: int) -> 
     assert code in (0, 1) and doc["sessions_created"] > 0  # the sample holds one truncated line (exit 1)
     assert objects(db) == before  # no trigger, index or search table in another layout's form
     assert query(db, "SELECT version FROM schema_version") == [{"version": version}]
-    search_index_agrees(db, version)
+    search_index_agrees(db)
     if "active" in layout(version).column_names("messages"):
         assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE active IS NOT 1 AND session_id != 'h1'") == [
             {"n": 0}]
@@ -134,7 +110,7 @@ def test_merge_carries_a_later_layouts_columns_into_the_same_columns(tmp_path: P
     assert rows[3]["reasoning_content"] == "thinking" and {r["compacted"] for r in rows} == {0}
     assert query(db, "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'hst_message_extra'") in (
         [{"n": 0}], [{"n": 1}])
-    search_index_agrees(db, 17)
+    search_index_agrees(db)
 
 
 def test_into_version_6_the_later_columns_wait_in_extra_data_and_come_back(tmp_path: Path) -> None:
@@ -173,3 +149,24 @@ def test_an_unknown_layout_is_never_written(tmp_path: Path, change: str) -> None
     assert result.exit_code == 3, result.stderr
     assert ("team_id" in result.stderr) == (change == "fork column")
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("version", [6, *LATER_VERSIONS])
+def test_a_new_file_of_each_layout_is_the_one_that_hermes_creates(tmp_path: Path, version: int) -> None:
+    """Byte for byte: the schema text of every object, as the empty file Hermes' own SessionDB of that
+    version made (fixtures/hermes/vN-empty.sql), and what `import-jsonl --schema N` creates."""
+    from tests.hermes_fixtures import load
+
+    def schema(path: Path) -> list[tuple[str, str, str, str]]:
+        conn = sqlite3.connect(path)
+        try:
+            return sorted(conn.execute("SELECT type, name, tbl_name, COALESCE(sql, '') FROM sqlite_master "
+                                       "WHERE name NOT LIKE 'hst_%' AND name NOT LIKE 'sqlite_autoindex_hst%'"))
+        finally:
+            conn.close()
+
+    made = tmp_path / "made.db"
+    result = cli("--db", made, "import-jsonl", SAMPLE, "--schema", str(version), "--no-progress")
+    assert result.exit_code in (0, 1), result.stderr
+    assert schema(made) == schema(load(f"v{version}-empty", tmp_path / "hermes.db"))
+    assert query(made, "SELECT version FROM schema_version") == [{"version": version}]

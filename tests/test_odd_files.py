@@ -100,22 +100,30 @@ def test_a_read_only_folder_is_readable_by_every_read_command_as_nobody(tmp_path
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
 
 
-@pytest.mark.parametrize("command", ["import-jsonl", "merge", "upgrade"])
-def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tmp_path, public_dir, command):
-    # SQLite opened it read-only, left a -wal and -shm and failed the first write ("attempt to write
-    # a readonly database"): the refusal now comes before anything is opened for writing.
+def _store_for_nobody(public_dir: Path, store: Path, file_mode: int, folder_mode: int) -> Path:
+    """`store` copied into a folder of `public_dir`, with these modes, for a run as uid 65534 (the test
+    is skipped where that cannot be)."""
     reason = _can_run_as_nobody()
     if reason:
         pytest.skip(reason)
     folder = public_dir / "store"
     folder.mkdir()
+    shutil.copyfile(store, folder / "state.db")
+    (folder / "state.db").chmod(file_mode)
+    folder.chmod(folder_mode)
+    return folder / "state.db"
+
+
+@pytest.mark.parametrize("command", ["import-jsonl", "merge", "upgrade"])
+def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tmp_path, public_dir, command):
+    # SQLite opened it read-only, left a -wal and -shm and failed the first write ("attempt to write
+    # a readonly database"): the refusal now comes before anything is opened for writing.
     # (the upgrade left a .bak, a -wal and -shm, and took the others' read bits off: 0444 -> 0400)
     store = load_fixture("v1", tmp_path) if command == "upgrade" else build_healthy(tmp_path / "state.db")
-    shutil.copyfile(store, folder / "state.db")
+    # the folder takes new files: SQLite would have left its -wal and -shm in it
+    folder = _store_for_nobody(public_dir, store, 0o444, 0o777).parent
     other = public_dir / "other.db"
     shutil.copyfile(build_healthy(tmp_path / "other.db"), other)
-    (folder / "state.db").chmod(0o444)
-    folder.chmod(0o777)  # the folder takes new files: SQLite would have left its -wal and -shm in it
     before = {p.name: sha256(p) for p in folder.iterdir()}
     transcript = public_dir / "20260301_090000_3f9a2c7e.jsonl"
     shutil.copyfile(ROOT / "fixtures" / "legacy" / "jsonl" / "plain_early.jsonl", transcript)
@@ -125,6 +133,19 @@ def test_an_import_into_a_database_this_user_cannot_write_is_refused_up_front(tm
     assert len(result.stderr.splitlines()) == 1
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
     assert (folder / "state.db").stat().st_mode & 0o777 == 0o444
+
+
+@pytest.mark.parametrize("writable_file", [False, True])
+def test_upgrade_of_a_current_file_this_user_cannot_write_has_nothing_to_do(tmp_path, public_dir, writable_file):
+    # Nothing is pending, so nothing would be written: the read-only folder is no reason to refuse (it was 2).
+    store = build_healthy(tmp_path / "state.db")
+    folder = _store_for_nobody(public_dir, store, 0o666 if writable_file else 0o444, 0o555).parent
+    before = {p.name: sha256(p) for p in folder.iterdir()}
+    result = run("--db", folder / "state.db", "upgrade", "--no-progress", user=NOBODY)
+    assert result.returncode == 0 and "nothing to do" in result.stdout, result.stderr
+    done = json.loads(run("--db", folder / "state.db", "upgrade", "--json", user=NOBODY).stdout)
+    assert (done["from_version"], done["to_version"], done["steps"], done["backup"]) == (6, 6, [], None)
+    assert {p.name: sha256(p) for p in folder.iterdir()} == before
 
 
 @pytest.mark.parametrize("args", READ_COMMANDS, ids=" ".join)

@@ -184,7 +184,7 @@ def test_maintain_indexes_a_batch_per_write_transaction_and_looks_for_cjk_withou
     assert {r["id"] for r in db.search_messages("東京の天気")} == set(cjk) and latin
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(alphabet=st.one_of(st.characters(codec="utf-8", exclude_categories=("Cs",)),
                                            st.sampled_from("東京の天気ひカ한글ｶ㐀 aé🚀")), max_size=12), max_size=6))
 def test_holds_cjk_finds_what_the_pattern_finds(tmp_path_factory, texts: list[str]) -> None:

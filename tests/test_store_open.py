@@ -150,7 +150,7 @@ def test_upgrade_from_v2_keeps_rows(db_path):
 
 # -- files that must not be touched ------------------------------------------------
 
-_WRITE_V7 = """
+_WRITE_V31 = """
 import os, sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
@@ -168,15 +168,15 @@ conn.close()
 
 @pytest.mark.parametrize("ending", ["crash", "close"])
 def test_newer_schema_is_refused_and_keeps_its_bytes(db_path, ending):
-    subprocess.run([sys.executable, "-c", _WRITE_V7, str(db_path), ending], check=True)
+    subprocess.run([sys.executable, "-c", _WRITE_V31, str(db_path), ending], check=True)
     wal = db_path.with_name("state.db-wal")
     assert wal.exists() == (ending == "crash")
     before = file_digests(db_path)
     with pytest.raises(SchemaTooNewError) as caught:
         SessionDB(db_path)
-    assert caught.value.version == 7
+    assert caught.value.version == 31
     assert file_digests(db_path) == before
-    assert raw_scalar(db_path, "SELECT version FROM schema_version") == 7
+    assert raw_scalar(db_path, "SELECT version FROM schema_version") == 31
 
 
 @pytest.mark.parametrize(

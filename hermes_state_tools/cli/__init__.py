@@ -24,6 +24,7 @@ Exit codes:
   2   usage error, a missing file, or a file that is not a Hermes database
   3   the database has a newer schema than this tool (nothing was changed)
   65  the database file is damaged (run check, then recover)
+  69  the archive's PostgreSQL server cannot be reached or refused the login
   70  internal error, a bug (--debug shows the traceback)
   74  I/O error: disk full, quota, read/write failure
   75  the database stayed locked by another writer (try again later)
@@ -70,5 +71,6 @@ COMMAND_MODULES = {
     "backup": "maintenance", "maintain": "maintenance", "prune": "maintenance",
     "search": "search", "sessions": "sessions", "status": "status", "upgrade": "upgrade",
     "browse": "browse", "help": "guide", "schedule": "guide", "recover": "recovery", "restore": "recovery",
+    "archive": "archive",
 }
 main.lazy = {name: f"hermes_state_tools.cli.{module}" for name, module in COMMAND_MODULES.items()}

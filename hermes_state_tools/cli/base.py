@@ -38,6 +38,11 @@ from hermes_state_tools.core.surrogates import printable
 from hermes_state_tools.core.times import local_time
 from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
 from hermes_state_tools.errors import (
+    ArchiveDriverMissingError,
+    ArchiveError,
+    ArchiveTooNewError,
+    ArchiveUnreachableError,
+    ArchiveURLError,
     ConfirmationRequired,
     DamagedDatabaseError,
     DatabaseInUseError,
@@ -52,15 +57,22 @@ from hermes_state_tools.errors import (
     SchemaTooNewError,
     SessionIdError,
     StorageIOError,
+    UnknownHostError,
     UnknownSourceError,
     UnsafeDestinationError,
 )
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_TOO_NEW, EXIT_LOCKED = 0, 1, 2, 3, 75
 EXIT_DAMAGED, EXIT_BUG, EXIT_IO = 65, 70, 74  # sysexits.h: EX_DATAERR, EX_SOFTWARE, EX_IOERR
+EXIT_UNAVAILABLE = 69  # sysexits.h EX_UNAVAILABLE: the archive's server cannot be reached
 
 _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (SchemaTooNewError, EXIT_TOO_NEW),
+    (ArchiveTooNewError, EXIT_TOO_NEW),
+    (ArchiveUnreachableError, EXIT_UNAVAILABLE),
+    (ArchiveURLError, EXIT_USAGE),
+    (ArchiveDriverMissingError, EXIT_USAGE),
+    (UnknownHostError, EXIT_USAGE),
     (DatabaseLockedError, EXIT_LOCKED),
     (DatabaseInUseError, EXIT_LOCKED),
     (DamagedDatabaseError, EXIT_DAMAGED),
@@ -107,8 +119,9 @@ def debug_enabled() -> bool:
 def error_line(exc: BaseException, db_path: Path | None) -> str:
     """One line naming the file and the cause."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    own_file = (DestinationExistsError, DestinationUnwritableError, UnsafeDestinationError, DestinationFullError)
-    names_its_file = isinstance(exc, own_file)  # not the database's
+    own_file = (DestinationExistsError, DestinationUnwritableError, UnsafeDestinationError, DestinationFullError,
+                ArchiveError)
+    names_its_file = isinstance(exc, own_file)  # not the database's (an archive error names its server)
     if db_path is not None and str(db_path) not in text and not names_its_file:
         text = f"{db_path}: {text}"
     return text

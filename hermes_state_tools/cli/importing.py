@@ -205,13 +205,13 @@ def export(output: Path | None, session: str | None, source: str | None, fmt: st
     bar = ExportBar() if show_progress() else None
     hooks = {"on_start": bar.start, "on_session": bar.advance} if bar else {}
     try:
-        _write_export(output, lambda out: export_file(settings().db, out, session, source, fmt, **hooks))
+        write_export(output, lambda out: export_file(settings().db, out, session, source, fmt, **hooks))
     finally:
         if bar:
             bar.close()
 
 
-def _write_export(output: Path | None, write: Any) -> None:
+def write_export(output: Path | None, write: Any) -> None:
     """To stdout, into a pipe or device named by -o (written as it is: it cannot be replaced), or
     to a regular file replaced whole. Never over a database (the one exported included)."""
     if output is None or str(output) == "-":

@@ -275,7 +275,11 @@ def _confirm(plan: PrunePlan) -> None:
 def _human_prune(doc: dict[str, Any]) -> str:
     verb = "would delete" if doc["dry_run"] else "deleted"
     said = f"{verb} {plural(doc['sessions_deleted'], 'session')} and {plural(doc['messages_deleted'], 'message')}"
-    return "\n".join([said, *(f"note: {notice}" for notice in doc["notices"])])
+    kept = doc["kept_back"]
+    held = [f"kept back {plural(len(kept), 'session')} the archive does not hold as they are here:"] if kept else []
+    held += [f"  {k['session_id']}: {k['reason']}" for k in kept[:_SHOWN_IDS]]
+    held += [f"  ... and {len(kept) - _SHOWN_IDS} more"] if len(kept) > _SHOWN_IDS else []
+    return "\n".join([said, *held, *(f"note: {notice}" for notice in doc["notices"])])
 
 
 @main.command()
@@ -284,12 +288,18 @@ def _human_prune(doc: dict[str, Any]) -> str:
 @click.option("--source", metavar="NAME", help="Only sessions of this source.")
 @click.option("--dry-run", is_flag=True, help="Report what would be deleted; delete nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask (needed when there is no terminal).")
+@click.option("--archived", metavar="URL", help="Only sessions this archive holds identically (archive, then prune).")
+@click.option("--host", metavar="NAME", help="With --archived: the host they were pushed as (default: hostname).")
 @common_options()
-def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_json: bool) -> None:
+def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, archived: str | None,
+          host: str | None, as_json: bool) -> None:
     """Delete old ended sessions with their messages.
 
     Sessions that started more than DAYS days ago and have ended go, with their messages; their
     children are kept (orphaned). Open sessions are never deleted.
+
+    With --archived URL, only sessions the archive holds identically (the row and every message,
+    as `archive push` left them) are deleted; the others are kept back and listed with the reason.
 
     Asks for confirmation on a terminal; scripts pass --yes (without a terminal and without
     --yes it refuses with exit 2).
@@ -298,8 +308,9 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, as_js
     Examples:
       hermes-state prune --older-than 90 --dry-run
       hermes-state prune --older-than 30 --source telegram --yes --json
+      hermes-state prune --older-than 30 --archived postgresql://hermes@archive.lan/hermes --yes
     """
     from hermes_state_tools.maintenance.prune import prune_file
-    doc = prune_file(settings().db, older_than, source, dry_run=dry_run,
-                     confirm=None if yes else _confirm).as_dict()
+    doc = prune_file(settings().db, older_than, source, dry_run=dry_run, confirm=None if yes else _confirm,
+                     archived=archived, host=host).as_dict()
     emit(doc, _human_prune)

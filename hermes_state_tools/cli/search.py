@@ -65,9 +65,11 @@ _QUERY_MARK = "\x1f"
               help="Only messages of this role (repeatable).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000),
               help="Show at most this many matches.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also find what Hermes leaves out of search: rewound messages (a later Hermes' files).")
 @common_options()
 def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, ...], limit: int,
-           as_json: bool) -> None:
+           show_all: bool, as_json: bool) -> None:
     """Full-text search over every message, best matches first, with snippets.
 
     \b
@@ -82,10 +84,12 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
                         to CJK (Agent通信) matches as typed
       -build, C++       punctuation is searched as text; a query may start
                         with a hyphen (or: hermes-state search -- -build)
-    CJK matches come newest first; Latin-only queries are ranked by relevance.
+    CJK matches come newest first; Latin-only queries are ranked by relevance. On a later
+    Hermes' file, what that Hermes leaves out of search (rewound messages) is left out here
+    too, and --all finds it; messages compacted away are found, as Hermes finds them.
 
-    A query matching more than 2,000 messages (a common word) is ranked among its 2,000 most
-    recent matches only, so it answers in milliseconds at any size; --json then reports
+    A query matching more than 2,000 messages (a common word, prefix or phrase) is ranked among
+    its 2,000 most recent matches only, so it answers in milliseconds at any size; --json then reports
     "ranked_among": 2000 (null when every match was ranked). When no message holds the words as
     whole words, they are looked for as literal text in the 50,000 most recent messages (a store
     that holds more reports "literal_among": 50000).
@@ -97,5 +101,5 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
       hermes-state search deploy* --source telegram --role assistant --json
     """
     query = " ".join(word.removeprefix(_QUERY_MARK) for word in words)
-    report = search_report(settings().db, query, list(sources) or None, list(roles) or None, limit)
+    report = search_report(settings().db, query, list(sources) or None, list(roles) or None, limit, show_all)
     emit({"ok": True, "query": query, **report}, _human)

@@ -66,8 +66,10 @@ def _human_list(doc: dict[str, Any]) -> str:
 @click.option("--source", metavar="NAME", help="Only sessions of this source.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100_000),
               help="Show at most this many sessions (the footer says how many there are).")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also the sessions Hermes keeps out of its lists: archived ones (a later Hermes' files).")
 @common_options()
-def list_(source: str | None, limit: int, as_json: bool) -> None:
+def list_(source: str | None, limit: int, show_all: bool, as_json: bool) -> None:
     """List conversations newest first, with a preview.
 
     Compressed conversations are one row: the live continuation's id, the chain's start, last
@@ -78,7 +80,7 @@ def list_(source: str | None, limit: int, as_json: bool) -> None:
       hermes-state sessions list
       hermes-state sessions list --source discord --limit 50 --json
     """
-    emit({"ok": True, **list_page(settings().db, source, limit)}, _human_list)
+    emit({"ok": True, **list_page(settings().db, source, limit, show_all)}, _human_list)
 
 
 def _human_message(message: dict[str, Any], full: bool, colour: bool) -> list[str]:
@@ -87,6 +89,10 @@ def _human_message(message: dict[str, Any], full: bool, colour: bool) -> list[st
     header += f" ({message['tool_name']})" if message.get("tool_name") else ""
     if message.get("mirror"):
         header += render.dim(f" (mirrored from {message.get('mirror_source') or 'elsewhere'})", colour)
+    if message.get("observed"):
+        header += render.dim(" (observed group context, not addressed to the bot)", colour)
+    if message.get("active") == 0:
+        header += render.dim(" (compacted away)" if message.get("compacted") else " (rewound)", colour)
     body = render.fold(tool_text(text), full) if message["role"] == "tool" else text.splitlines()
     lines = [header + ":", *("    " + line for line in body)]
     calls = message.get("tool_calls")
@@ -113,13 +119,17 @@ def _human_show(doc: dict[str, Any], full: bool = False, colour: bool = False) -
 @click.argument("session_id", metavar="ID")
 @click.option("--full", is_flag=True, help="Show long tool output whole (else its first and last lines).")
 @click.option("--no-pager", is_flag=True, help="Never page through $PAGER (it is used only on a terminal).")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also the messages Hermes keeps out of the conversation: rewound and compacted-away ones.")
 @common_options()
-def show(session_id: str, full: bool, no_pager: bool, as_json: bool) -> None:
+def show(session_id: str, full: bool, no_pager: bool, show_all: bool, as_json: bool) -> None:
     """Show one session and its messages (exact id, unique prefix, or the id's hex part).
 
     On a terminal the text goes through $PAGER (default `less`, with LESS=FRX) as git does;
     PAGER=cat or --no-pager prints it. Long tool output is folded to its first and last lines
-    unless --full.
+    unless --full. On a later Hermes' file, messages that Hermes keeps out of the conversation
+    (rewound, or compacted away into a summary) are left out as Hermes leaves them out, and --all
+    shows them, marked; observed group context is marked.
 
     \b
     Examples:
@@ -127,7 +137,7 @@ def show(session_id: str, full: bool, no_pager: bool, as_json: bool) -> None:
       hermes-state sessions show a1c4e9b2 --full
       hermes-state sessions show 20260310_18 --json
     """
-    doc = {"ok": True, **show_session(settings().db, session_id)}
+    doc = {"ok": True, **show_session(settings().db, session_id, show_all)}
     if as_json:
         emit(doc, _human_show)
         return

@@ -9,14 +9,22 @@ from hermes_state_tools.cli.base import common_options, emit, settings, when
 from hermes_state_tools.views.status import read_status
 
 
+def _hidden_messages(doc: dict[str, Any]) -> str:
+    """What of the messages Hermes keeps out of its conversations, said beside the count."""
+    parts = [f"{doc[key]:,} {what}" for key, what in (("messages_rewound", "rewound"),
+                                                      ("messages_compacted", "compacted away")) if doc[key]]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _human(doc: dict[str, Any]) -> str:
     fts = "unknown" if doc["fts_bytes"] is None else f"{doc['fts_bytes']:,} bytes"
     return "\n".join([
         f"database:       {doc['path']}",
         f"schema version: {doc['schema_version']}" + ("" if doc["schema_version_recorded"] else " (detected)"),
         f"journal mode:   {doc['journal_mode']}",
-        f"sessions:       {doc['sessions']:,}",
-        f"messages:       {doc['messages']:,}",
+        f"sessions:       {doc['sessions']:,}" + (f" (and {doc['sessions_archived']:,} archived)"
+                                                   if doc["sessions_archived"] else ""),
+        f"messages:       {doc['messages']:,}" + _hidden_messages(doc),
         f"file size:      {doc['db_bytes']:,} bytes (WAL {doc['wal_bytes']:,} bytes, FTS {fts})",
         f"oldest session: {when(doc['oldest_session_started'])}",
         f"newest session: {when(doc['newest_session_started'])}",

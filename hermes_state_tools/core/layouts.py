@@ -178,10 +178,20 @@ def normalized(sql: str | None) -> str:
     return " ".join((sql or "").replace("IF NOT EXISTS ", "").split())
 
 
+# Columns Hermes added without a version bump after the last layout's commit, or that short-lived builds
+# added and later Hermes never drop (hermes-versions.md, section 1): known, though no layout declares them.
+UNBUMPED_COLUMNS: Mapping[str, frozenset[str]] = {
+    "sessions": frozenset({"compression_failure_cooldown_until", "compression_failure_error", "handoff_pending",
+                           "icon"}),
+    "messages": frozenset({"anthropic_content_blocks"}),
+}
+
+
 @functools.cache
 def _known_columns(table: str) -> frozenset[str]:
     """Every column of `table` some known layout has: a value for any of them can be given."""
-    return frozenset(name for version in known_versions() for name in layout(version).column_names(table))
+    declared = {name for version in known_versions() for name in layout(version).column_names(table)}
+    return UNBUMPED_COLUMNS[table] | declared
 
 
 @functools.cache
@@ -229,6 +239,21 @@ class FileLayout:
     def hides_rewound(self) -> bool:
         """Rows can be out of the conversation (`active = 0`): rewound, undone or compacted away."""
         return self.has("messages", "active")
+
+    def shown_messages(self, alias: str = "m", *, searching: bool = False) -> str:
+        """The SQL condition on messages that this layout's Hermes shows ("" where it hides none): rewound
+        or undone rows (`active = 0`) are out of conversations and search; rows compacted away
+        (`active = 0, compacted = 1`) are out of conversations but still found by search."""
+        if not self.has("messages", "active"):
+            return ""
+        if searching and self.has("messages", "compacted"):
+            return f"({alias}.active = 1 OR {alias}.compacted = 1)"
+        return f"{alias}.active = 1"
+
+    def listed_sessions(self, alias: str = "s") -> str:
+        """The SQL condition on sessions this layout's Hermes lists ("" where it hides none): archived
+        sessions are out of its lists."""
+        return f"{alias}.archived = 0" if self.has("sessions", "archived") else ""
 
     def new_row_values(self, table: str) -> dict[str, int]:
         """The values a new row of `table` is given explicitly in this file (NEW_ROW_VALUES it has)."""

@@ -78,7 +78,7 @@ TABLE_COLUMNS = {"sessions": SESSIONS_COLUMNS, "messages": MESSAGES_COLUMNS}
 SESSION_FIELDS = tuple(c.name for c in SESSIONS_COLUMNS)
 MESSAGE_FIELDS = tuple(c.name for c in MESSAGES_COLUMNS)
 
-SCHEMA_VERSION_SQL = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+SCHEMA_VERSION_SQL = "CREATE TABLE IF NOT EXISTS schema_version (\n    version INTEGER NOT NULL\n)"
 
 
 @dataclass(frozen=True)

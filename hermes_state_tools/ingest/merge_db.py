@@ -106,7 +106,7 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
             with run.open_target(db_path, stats, proven, "merge") as db:
                 parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
                                         _replanner(other, file), progress)
-                log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
+                log.problems += db.handle.runner.run(lambda conn: restore_parent_links(conn, parked))
     finally:
         other.close()
     stats.problems = log.problems + stats.problems

@@ -100,6 +100,17 @@ def session_values(plan: Prepared, row: dict[str, Any]) -> dict[str, Any]:
     row = {k: v if type(v) is not str or v.isascii() else without_surrogates(v)
            for k, v in row.items() if k in _SESSION_FIELD_SET}
     if plan.create:
-        row["message_count"] = plan.message_count
-        row["tool_call_count"] = plan.tool_calls or 0  # None: recounted in SQL by the writer
+        kept = _stored_counters(row, plan.message_count, plan.tool_calls)
+        row["message_count"] = kept[0] if kept else plan.message_count
+        row["tool_call_count"] = kept[1] if kept else plan.tool_calls or 0  # None: recounted in SQL by the writer
     return row
+
+
+def _stored_counters(row: dict[str, Any], messages: int, tool_calls: int | None) -> tuple[int, int] | None:
+    """The counters an exported session (or a merged file's) carries, kept when they are as a Hermes keeps
+    them: in-place compaction sets them to the live rows' counts, and a rewind leaves them, so a stored
+    count may be below the rows written but never above. A count another program made up is recounted."""
+    stored, calls = row.get("message_count"), row.get("tool_call_count")
+    if type(stored) is not int or type(calls) is not int or tool_calls is None:
+        return None
+    return (stored, calls) if 0 <= stored <= messages and 0 <= calls <= tool_calls else None

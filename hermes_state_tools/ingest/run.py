@@ -147,7 +147,6 @@ def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, 
     changed PLAN_LOCKED_AFTER times is planned inside a write transaction of its own, where nothing
     can change it before it is written (Hermes appending every few milliseconds made every plan made
     outside stale), one session at a time so the lock is held for one session's planning only."""
-    assert db._conn is not None
     changed: dict[str, int] = {}
     for _round in range(REPLAN_ROUNDS):
         stale = _write_batch(db, batch, stats, parked)
@@ -158,7 +157,7 @@ def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, 
                 again.append(unit)
             else:
                 _write_batch(db, Batch(()), stats, parked, functools.partial(_plan_locked, replan, unit))
-        batch = Batch(tuple(p for unit in again if (p := replan(db._conn, unit)) is not None))
+        batch = Batch(tuple(p for unit in again if (p := replan(db.handle.conn, unit)) is not None))
         if not batch.items:
             return
     for item in batch.items:
@@ -180,9 +179,8 @@ def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[s
             return write_batch(conn, batch.items, batch.creates)
         return write_batch(conn, tuple(p for p in (plan(conn),) if p is not None))
 
-    assert db._conn is not None
-    with attached(db._conn, batch.staging):
-        result = db._writer.run(write)
+    with attached(db.handle.conn, batch.staging):
+        result = db.handle.runner.run(write)
     for written in result.written:
         stats.count(written)
         if written.parent_parked:
@@ -279,26 +277,24 @@ class _Job:
 def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
     """Every batch, then the parked parents' pass, written into `db` (its batches planned against
     the file `plan_against`; None: against no database)."""
-    assert db._conn is not None
-    db._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
+    db.handle.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
     if len(job.files) >= PARALLEL_FROM_FILES:
         child = job.spare.pop() if job.spare else None
         batches = remote_batches(plan_against, job.files, job.tz, job.source, log, child, job.ahead and bool(child))
     else:
         batches = local_batches(plan_against, job.files, job.tz, job.source, log)
     parked = _write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
-    log.problems += db._writer.run(lambda conn: restore_parent_links(conn, parked))
+    log.problems += db.handle.runner.run(lambda conn: restore_parent_links(conn, parked))
 
 
 def _into_existing(db_path: Path, job: _Job, stats: ImportStats, log: ReadLog) -> None:
     with open_target(db_path, stats, job.proven) as db:
-        assert db._conn is not None
-        # Durable against a crash of this process at any point (WAL); only a power cut could
+            # Durable against a crash of this process at any point (WAL); only a power cut could
         # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
-        db._conn.execute("PRAGMA synchronous=NORMAL")
+        db.handle.conn.execute("PRAGMA synchronous=NORMAL")
         # Checkpoint every ~32 MiB of WAL instead of every 4 MiB: pages the batches rewrite (FTS
         # segments, b-tree interiors) are copied back far less often; measured ~4% of the import.
-        db._conn.execute("PRAGMA wal_autocheckpoint=8192")
+        db.handle.conn.execute("PRAGMA wal_autocheckpoint=8192")
         _write_into(db, db_path, job, stats, log)
 
 

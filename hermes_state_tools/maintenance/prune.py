@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_state_tools.core.reports import Report
+
+if TYPE_CHECKING:
+    from hermes_state_tools.archive.identical import KeptBack
 from hermes_state_tools.store.opening import prove_sound, reading, writing
 from hermes_state_tools.tables import deleting
 from hermes_state_tools.views.sessions import missing_sources
@@ -21,6 +25,7 @@ class PrunePlan:
     session_ids: tuple[str, ...]
     messages: int
     notices: tuple[str, ...] = ()  # what the caller should hear although nothing is wrong
+    kept_back: tuple[KeptBack, ...] = ()  # with --archived: sessions the archive does not hold identically
 
 
 @dataclass(frozen=True)
@@ -34,29 +39,40 @@ class PruneReport(Report):
     source: str | None
     session_ids: tuple[str, ...]
     notices: tuple[str, ...] = ()
+    kept_back: tuple[KeptBack, ...] = ()  # with --archived: kept, each with the reason
     ok: bool = True
 
 
 def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: bool) -> PruneReport:
     """The prune report; `ids` are the sessions deleted (or that would be, on a dry run)."""
-    return PruneReport(len(ids), messages, dry_run, plan.older_than_days, plan.source, tuple(ids), plan.notices)
+    return PruneReport(len(ids), messages, dry_run, plan.older_than_days, plan.source, tuple(ids), plan.notices,
+                       plan.kept_back)
 
 
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
-               confirm: Callable[[PrunePlan], None] | None = None) -> PruneReport:
+               confirm: Callable[[PrunePlan], None] | None = None, archived: str | None = None,
+               host: str | None = None) -> PruneReport:
     """Delete ended sessions older than the cutoff with their messages (children orphaned), in one transaction.
 
-    `confirm` sees the plan before anything is deleted (None: no one is asked, as with --yes)."""
+    `confirm` sees the plan before anything is deleted (None: no one is asked, as with --yes).
+    `archived`: an archive URL; only sessions it holds identically under `host` are deleted, the
+    others kept back with the reason ("archive, then prune")."""
     with reading(path) as conn:
         # A damaged file is refused even when there is nothing to delete; integrity_check, not quick_check:
         # a destroyed overflow page of a row shows only as a mismatch with its index.
         prove_sound(path, full=True)
         ids = tuple(deleting.prunable_ids(conn, older_than_days, source))
+        kept: tuple[KeptBack, ...] = ()
+        if archived is not None and ids:
+            from hermes_state_tools.archive.identical import kept_back  # psycopg only when asked for
+
+            kept = kept_back(conn, archived, host, ids)
+            ids = tuple(i for i in ids if i not in {k.session_id for k in kept})
         # A source no session has is said, not refused (as export refuses it): a typo in a nightly job
         # would otherwise delete nothing every night without a word, but a source whose sessions were
         # all pruned has none either, and the next night's run must not fail for it.
         notices = tuple(missing_sources(conn, [source] if source is not None else None))
-        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids), notices)
+        plan = PrunePlan(older_than_days, source, ids, deleting.count_messages(conn, ids), notices, kept)
     if dry_run:
         return _prune_report(plan, plan.session_ids, plan.messages, True)
     if confirm is not None:

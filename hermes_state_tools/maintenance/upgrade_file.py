@@ -8,9 +8,11 @@ from pathlib import Path
 
 from hermes_state_tools.core.progress import Steps, step
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.store.backup import changing_schema, scratch_copy
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.opening import (
+    look_at_schema,
     open_store,
     require_sound,
     require_writable,
@@ -47,6 +49,8 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
         with scratch_copy(path) as copy:
             step(progress, "upgrading the copy")
             return _run_upgrade(copy, None, True)
+    if not look_at_schema(path).pending:  # nothing to write: a read-only file or folder is no reason to refuse
+        return UpgradeFileReport(SCHEMA_VERSION, SCHEMA_VERSION, False, (), (), (), None, False)
     require_writable(path)  # a file this process cannot write gets no .bak and no -wal beside it
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name
     # Nothing pending means nothing will be written: no backup to clutter the folder with.

@@ -9,8 +9,10 @@ from typing import Any, NamedTuple
 
 from hermes_state_tools.core.connection import is_lock_error
 from hermes_state_tools.core.jsonutil import content_text
-from hermes_state_tools.search import trigram
+from hermes_state_tools.core.layouts import read_layout
+from hermes_state_tools.search import newest, trigram
 from hermes_state_tools.search.sanitize import contains_cjk, first_term, parse, plain_terms, sanitize_fts5_query
+from hermes_state_tools.search.text_functions import TextFunction
 from hermes_state_tools.tables.fts import text_index
 
 SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS = ">>>", "<<<", "..."
@@ -57,38 +59,80 @@ def window_for(offset: int, limit: int, window: int | None = None) -> int:
     return base * max(1, -(-(offset + limit) // base))
 
 
+def _newest_first(where: str) -> str:
+    join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if where else ""
+    return (f"SELECT messages_fts.rowid FROM messages_fts{join} WHERE messages_fts MATCH ?{where} "
+            "ORDER BY messages_fts.rowid DESC")
+
+
 def recent_floor(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
                  window: int) -> int | None:
     """The rowid of the `window`-th newest match (after filters); None when there are fewer matches."""
     where, params = filters
-    join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if where else ""
-    row = conn.execute(
-        f"SELECT messages_fts.rowid FROM messages_fts{join} WHERE messages_fts MATCH ?{where} "
-        "ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?", (fts_query, *params, window - 1)
-    ).fetchone()
+    row = conn.execute(_newest_first(where) + " LIMIT 1 OFFSET ?", (fts_query, *params, window - 1)).fetchone()
     return None if row is None else int(row[0])
+
+
+def recent_matches(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+                   window: int) -> list[int]:
+    """The rowids of the `window` newest matches (after filters), newest first."""
+    where, params = filters
+    return [int(row[0]) for row in conn.execute(_newest_first(where) + " LIMIT ?", (fts_query, *params, window))]
 
 
 def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
                limit: int, offset: int, window: int | None = None) -> list[dict[str, Any]]:
     """Best matches first (bm25) for an already-sanitized FTS5 query, among its newest `window`
     (default RECENT_WINDOW, see window_for) matches when it has more."""
+    return fts_ranked(conn, fts_query, filters, limit, offset, window)[0]
+
+
+_SNIPPET_ARGS = f"'{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '{SNIPPET_ELLIPSIS}', {_SNIPPET_TOKENS}"
+
+
+def fts_ranked(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+               limit: int, offset: int, window: int | None = None) -> tuple[list[dict[str, Any]], int | None]:
+    """fts_search's results, and how many of the newest matches they were ranked among (None: all)."""
     where, params = filters
     index = text_index(conn)
     fts_query = index.query(fts_query)
-    floor = recent_floor(conn, fts_query, filters, window_for(offset, limit, window))
+    wanted = window_for(offset, limit, window)
+    term = newest.lone_term(conn, fts_query)
+    found = None
+    if term is not None and term.prefix and (found := newest.prefix_counts(conn, term, filters, wanted)):
+        floor: int | None = min(found[0])
+    elif term is not None:  # a phrase: FTS5 finds its newest matches fast
+        matches = recent_matches(conn, fts_query, filters, wanted)
+        floor = matches[-1] if len(matches) == wanted else None
+        found = newest.texts_counts(conn, term, matches) if floor is not None else None
+    else:
+        floor = recent_floor(conn, fts_query, filters, wanted)
+    average = newest.average_length(conn) if found else None
+    if term is not None and found is not None and average is not None:
+        counts, texts = found
+        return _rows_in_order(conn, term, newest.ranked(counts, texts, average, limit, offset)), wanted
     if floor is not None:
         where, params = f"{where} AND messages_fts.rowid >= ?", [*params, floor]
-    sql = _SELECT.format(
-        snippet=f"snippet(messages_fts, {index.column}, '{SNIPPET_OPEN}', '{SNIPPET_CLOSE}', '{SNIPPET_ELLIPSIS}', "
-        f"{_SNIPPET_TOKENS})",
-        content="NULL",
-    ) + (
+    sql = _SELECT.format(snippet=f"snippet(messages_fts, {index.column}, {_SNIPPET_ARGS})", content="NULL") + (
         "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
         f"JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?{where} "
         "ORDER BY rank LIMIT ? OFFSET ?"
     )
-    return [dict(row) for row in conn.execute(sql, (fts_query, *params, limit, offset))]
+    results = [dict(row) for row in conn.execute(sql, (fts_query, *params, limit, offset))]
+    return results, None if floor is None else wanted
+
+
+def _rows_in_order(conn: sqlite3.Connection, term: newest.LoneTerm,
+                   page: list[tuple[int, Any]]) -> list[dict[str, Any]]:
+    """The result rows of `page` (id, text) in its order, each with FTS5's snippet of it."""
+    ids = [rowid for rowid, _text in page]
+    sql = _SELECT.format(snippet="NULL", content="NULL") + (
+        f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})")
+    rows = {row["id"]: dict(row) for row in conn.execute(sql, ids)} if ids else {}
+    snips = newest.snippets(term, page, _SNIPPET_ARGS)
+    for rowid, row in rows.items():
+        row["snippet"] = snips.get(rowid)
+    return [rows[rowid] for rowid in ids if rowid in rows]
 
 
 _ALONE_FUNCTION = "hst_stands_alone"
@@ -121,11 +165,13 @@ def literal_floor(conn: sqlite3.Connection) -> int | None:
 
 
 class Answer(NamedTuple):
-    """A search's results, and `literal_among`: how many of the newest messages its literal look read,
-    when it looked for literal text and did not read every message (else None)."""
+    """A search's results; `literal_among`: how many of the newest messages its literal look read,
+    when it looked for literal text and did not read every message (else None); `ranked_among`: how
+    many of the newest matches were ranked, when the query matched more (a common query; else None)."""
 
     results: list[dict[str, Any]]
     literal_among: int | None = None
+    ranked_among: int | None = None
 
 
 def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tuple[str, list[Any]],
@@ -138,14 +184,15 @@ def substring_search(conn: sqlite3.Connection, needles: list[str], filters: tupl
     # instr() rather than LIKE: LIKE stops at a NUL, and multimodal content starts with one
     # ("\x00json:"); instr() compares whole values, and `%`/`_` in it are plain characters.
     # A single character must stand alone: `a AND OR b` found the `a` of `Can` in every message.
-    conn.create_function(_ALONE_FUNCTION, 2, stands_alone, deterministic=True)
-    likes = " AND ".join(f"{_ALONE_FUNCTION}(m.content, ?)" if len(needle) == 1 else
+    alone = TextFunction(conn, _ALONE_FUNCTION, stands_alone, more=1)
+    likes = " AND ".join(alone.call("m.content", "?") if len(needle) == 1 else
                          "instr(lower(m.content), lower(?)) > 0" for needle in needles)
     sql = _SELECT.format(snippet="NULL", content="m.content") + (
         f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {likes}{where} "
         "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
     )
     results = [dict(row) for row in conn.execute(sql, (*needles, *params, limit, offset))]
+    alone.check()
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needles[0])
     return Answer(results, None if floor is None else LITERAL_WINDOW)
@@ -157,13 +204,15 @@ def cjk_search(conn: sqlite3.Connection, query: str, filters: tuple[str, list[An
     node = parse(query)
     if node is None:
         return []
-    where, params = trigram.condition(conn, node)
+    where, params, glued = trigram.condition(conn, node)
     extra, extra_params = filters
     sql = _SELECT.format(snippet="NULL", content="m.content") + (
         f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {where}{extra} "
         "ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?"
     )
     results = [dict(row) for row in conn.execute(sql, (*params, *extra_params, limit, offset))]
+    if glued is not None:
+        glued.check()
     needle = first_term(node) or ""
     for result in results:
         result["snippet"] = make_snippet(content_text(result["_content"]), needle)
@@ -230,11 +279,12 @@ def search_messages(
 
 
 def answer(conn: sqlite3.Connection, query: str, source_filter: Any = None, exclude_sources: Any = None,
-           role_filter: Any = None, limit: int = 20, offset: int = 0) -> Answer:
-    """search_messages' results, and how it found them (Answer)."""
+           role_filter: Any = None, limit: int = 20, offset: int = 0, *, show_all: bool = False) -> Answer:
+    """search_messages' results, and how it found them (Answer). Messages the file's Hermes hides from
+    search (rewound ones) are left out unless `show_all`."""
     if not query or not query.strip():
         return Answer([])
-    filters = _filters(source_filter, exclude_sources, role_filter)
+    filters = _shown(conn, _filters(source_filter, exclude_sources, role_filter), show_all)
     if contains_cjk(query):
         found = Answer(cjk_search(conn, query, filters, limit, offset))
     else:
@@ -245,31 +295,20 @@ def answer(conn: sqlite3.Connection, query: str, source_filter: Any = None, excl
     return found
 
 
-def ranked_among(conn: sqlite3.Connection, query: str, source_filter: Any = None, role_filter: Any = None,
-                 limit: int = 20) -> int | None:
-    """How many of the newest matches `search_messages` ranked for this query: None when it ranked
-    every match (a selective query, a literal-substring search); else the window (more matched)."""
-    fts_query = sanitize_fts5_query(query) if query and query.strip() and not contains_cjk(query) else ""
-    if not fts_query:
-        return None
-    window = window_for(0, limit)
-    try:
-        floor = recent_floor(conn, text_index(conn).query(fts_query), _filters(source_filter, None, role_filter),
-                             window)
-    except sqlite3.OperationalError as exc:
-        if is_lock_error(exc):
-            raise
-        return None
-    return None if floor is None else window
+def _shown(conn: sqlite3.Connection, filters: tuple[str, list[Any]], show_all: bool) -> tuple[str, list[Any]]:
+    """The filters, and the condition for the messages the file's Hermes finds by search (core/layouts.py)."""
+    shown = "" if show_all else read_layout(conn).shown_messages(searching=True)
+    return (f"{filters[0]} AND {shown}", filters[1]) if shown else filters
 
 
 def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, list[Any]],
                      limit: int, offset: int) -> Answer:
     fts_query = sanitize_fts5_query(query)
     results: list[dict[str, Any]] = []
+    ranked = None
     if fts_query:
         try:
-            results = fts_search(conn, fts_query, filters, limit, offset)
+            results, ranked = fts_ranked(conn, fts_query, filters, limit, offset)
         except sqlite3.OperationalError as exc:
             # The sanitizer should make every query valid; should FTS5 still refuse one, the
             # substring search below answers instead. Lock errors are real errors.
@@ -278,7 +317,7 @@ def _fts_or_fallback(conn: sqlite3.Connection, query: str, filters: tuple[str, l
             fts_query = ""
     terms = plain_terms(query)
     if results or not terms:
-        return Answer(results)
+        return Answer(results, None, ranked if results else None)
     if offset and fts_query and fts_search(conn, fts_query, filters, 1, 0):
         return Answer(results)  # paged past the end of real word matches
     # Nothing matched as words: the text may still hold the terms inside longer tokens

@@ -22,6 +22,7 @@ from typing import Any
 
 from hermes_state_tools.core.schema import object_names
 from hermes_state_tools.search.sanitize import CJK_CLASS, CJK_RUN, And, Latin, Node, Not, Or, Substring
+from hermes_state_tools.search.text_functions import TextFunction
 from hermes_state_tools.tables.fts import Index, text_index
 
 TRIGRAM_TABLE = "hst_messages_trigram"
@@ -158,9 +159,10 @@ def fts_expression(node: Node) -> str | None:
 class Compiler:
     """A query tree -> a WHERE condition on `messages m` and its parameters."""
 
-    def __init__(self, mark: int, index: Index) -> None:
+    def __init__(self, mark: int, index: Index, glued: TextFunction | None = None) -> None:
         self.mark = mark  # -1: no side table, substrings are instr() over every message
         self.index = index
+        self.glued = glued  # glued_text as a SQL function, for the messages past the side table's mark
         self.params: list[Any] = []
 
     def mergeable(self, node: Node) -> bool:
@@ -191,11 +193,12 @@ class Compiler:
     def latin_word(self, node: Latin) -> str:
         """A Latin word: an FTS5 token, or the same word glued to CJK (side table, or the tail)."""
         word = node.text.lower()
+        assert self.glued is not None, "a side table (mark >= 0) comes with the glued function"
         self.params += [self.index.query(node.fts()), f"% {word}%" if node.prefix else f"% {word} %", self.mark,
                         f" {word}" if node.prefix else f" {word} "]
         return (f"m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
                 f"UNION ALL SELECT rowid FROM {TRIGRAM_TABLE} WHERE glued LIKE ? "
-                f"UNION ALL SELECT id FROM messages WHERE id > ? AND instr({GLUED_FUNCTION}(content), ?) > 0)")
+                f"UNION ALL SELECT id FROM messages WHERE id > ? AND instr({self.glued.call('content')}, ?) > 0)")
 
     def substring(self, node: Substring) -> str:
         # CJK only: exact; a phrase mixing Latin and CJK: ASCII case-insensitive, like FTS5.
@@ -215,10 +218,10 @@ class Compiler:
         return f"(m.id IN ({candidates} UNION ALL SELECT id FROM messages WHERE id > ?) AND {check})"
 
 
-def condition(conn: sqlite3.Connection, node: Node) -> tuple[str, list[Any]]:
-    """The WHERE condition for `node` on this connection (with or without its side table)."""
+def condition(conn: sqlite3.Connection, node: Node) -> tuple[str, list[Any], TextFunction | None]:
+    """The WHERE condition for `node` on this connection (with or without its side table), and the SQL
+    function it calls (its `check` after the statement ran)."""
     mark = watermark(conn)
-    if mark >= 0:
-        conn.create_function(GLUED_FUNCTION, 1, glued_text, deterministic=True)
-    compiler = Compiler(mark, text_index(conn))
-    return compiler.sql(node), compiler.params
+    glued = TextFunction(conn, GLUED_FUNCTION, glued_text) if mark >= 0 else None
+    compiler = Compiler(mark, text_index(conn), glued)
+    return compiler.sql(node), compiler.params, glued

@@ -53,20 +53,18 @@ def build_new_store(dest: Path, build: Callable[[SessionDB], T], schema: int = S
 
 
 def _unjournaled(db: SessionDB) -> None:
-    assert db._conn is not None
     # MEMORY, not OFF: the writer rolls one session back (SAVEPOINT / ROLLBACK TO) when SQLite
     # refuses a value, and a transaction still rolls back whole; only a crash needs a journal on
     # disk, and a crashed build is thrown away.
-    db._conn.execute("PRAGMA journal_mode=MEMORY").fetchone()
-    db._conn.execute("PRAGMA synchronous=OFF")  # one fsync before placing replaces them all
-    fts.merge_later(db._conn)  # nobody searches the file before it is placed
+    db.handle.conn.execute("PRAGMA journal_mode=MEMORY").fetchone()
+    db.handle.conn.execute("PRAGMA synchronous=OFF")  # one fsync before placing replaces them all
+    fts.merge_later(db.handle.conn)  # nobody searches the file before it is placed
 
 
 def _to_wal(db: SessionDB, temp: Path) -> None:
     """The file as Hermes opens one: FTS5's default merging again, and WAL mode, as a store opened the
     usual way is."""
-    assert db._conn is not None
-    fts.merge_as_usual(db._conn)
-    mode = db._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    fts.merge_as_usual(db.handle.conn)
+    mode = db.handle.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise StorageIOError(f"{temp}: SQLite could not switch the new database to WAL mode (it stayed {mode})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,6 +14,7 @@ from hermes_state_tools.core.connection import (
     _WRITE_MAX_RETRIES,
     _WRITE_RETRY_MAX_S,
     _WRITE_RETRY_MIN_S,
+    WriteRunner,
 )
 from hermes_state_tools.core.layouts import known_versions
 from hermes_state_tools.core.paths import default_db_path
@@ -29,6 +31,14 @@ from hermes_state_tools.tables import (
 )
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class WriteHandle:
+    """A store's connection and its write runner (SessionDB.handle)."""
+
+    conn: sqlite3.Connection
+    runner: WriteRunner
 
 
 class SessionDB:
@@ -57,6 +67,14 @@ class SessionDB:
         self._conn = conn
 
     # -- plumbing -----------------------------------------------------------------
+    @property
+    def handle(self) -> WriteHandle:
+        """The open connection and its write runner, for this library's own pipelines (import, merge,
+        the first build): reads on `conn`, every write through `runner.run`, one transaction each."""
+        if self._conn is None:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+        return WriteHandle(self._conn, self._writer)
+
     def _write(self, fn: Callable[..., T], *args: Any) -> T:
         return self._writer.run(fn, *args)
 

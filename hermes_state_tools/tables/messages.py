@@ -80,11 +80,12 @@ def decode_row(row: sqlite3.Row) -> dict[str, Any]:
     return message
 
 
-def get_all(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
-    """Every message of a session, every column, in timestamp then id order."""
+def get_all(conn: sqlite3.Connection, session_id: str, shown: str = "") -> list[dict[str, Any]]:
+    """Every message of a session (or those the SQL condition `shown` keeps), every column, in timestamp
+    then id order."""
     rows = conn.execute(
-        "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
-    )
+        f"SELECT * FROM messages WHERE session_id = ?{f' AND {shown}' if shown else ''} ORDER BY timestamp, id",
+        (session_id,))
     return [decode_row(row) for row in rows]
 
 

@@ -58,9 +58,11 @@ def list_rich(
     offset: int = 0,
     include_children: bool = False,
     project_compression_tips: bool = True,
+    listed: str = "",
 ) -> list[dict[str, Any]]:
-    """Top-level sessions newest first; compressed conversations shown as their live tip."""
-    where: list[str] = []
+    """Top-level sessions newest first (only those the SQL condition `listed` on `s` keeps, if given);
+    compressed conversations shown as their live tip."""
+    where: list[str] = [listed] if listed else []
     params: list[Any] = []
     if not include_children:
         where.append("s.parent_session_id IS NULL")

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.errors import SessionIdError, UnknownSourceError
 from hermes_state_tools.store.opening import reading
@@ -92,24 +93,30 @@ def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any
             "chain_started_at": item.get("started_at"), "chain_message_count": total}
 
 
-def list_page(path: Path, source: str | None = None, limit: int = 20) -> dict[str, Any]:
+def list_page(path: Path, source: str | None = None, limit: int = 20, show_all: bool = False) -> dict[str, Any]:
     """One page of the session list (top-level conversations newest first, with preview), and how many
-    top-level conversations there are in all."""
+    top-level conversations there are in all; sessions the file's Hermes keeps out of its lists
+    (archived ones) are left out unless `show_all`."""
     with reading(path, allow_newer=True) as conn:
         require_sources(conn, [source] if source else None)
-        items = session_list.list_rich(conn, source=source, limit=limit)
+        file = read_layout(conn)
+        listed = "" if show_all else file.listed_sessions()
+        items = session_list.list_rich(conn, source=source, limit=limit, listed=listed)
         where, params = ("AND source = ?", [source]) if source else ("", [])
+        where += f" AND {file.listed_sessions('sessions')}" if listed else ""
         total = conn.execute(f"SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NULL {where}",
                              params).fetchone()[0]
         return {"sessions": [_with_chain(conn, item) for item in items], "total": total}
 
 
-def show_session(path: Path, id_or_prefix: str) -> dict[str, Any]:
+def show_session(path: Path, id_or_prefix: str, show_all: bool = False) -> dict[str, Any]:
     """One session's row and its messages in order, each with the extra data an import kept
-    (`mirror`: the message was copied from another platform's conversation)."""
+    (`mirror`: the message was copied from another platform's conversation); the messages the file's
+    Hermes keeps out of the conversation (rewound, compacted away) are left out unless `show_all`."""
     with reading(path, allow_newer=True) as conn:
         session_id = resolve(conn, id_or_prefix)
-        found = messages.get_all(conn, session_id)
+        shown = "" if show_all else read_layout(conn).shown_messages("messages")
+        found = messages.get_all(conn, session_id, shown)
         kept = extras.message_extras(conn, session_id) if extras.present(conn) else {}
         for message in found:
             extra = kept.get(message["id"], {})

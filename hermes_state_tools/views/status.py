@@ -6,6 +6,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.paths import sidecar_paths
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import is_newer
@@ -52,8 +53,33 @@ class StatusReport(Report):
     newest_session_started: float | None
     schema_newer: bool
     sqlite_version: str
+    # What a later Hermes' file holds that Hermes keeps out of view: `sessions` counts as Hermes'
+    # session_count does (archived ones left out), `messages` every row, as its message_count does.
+    sessions_archived: int
+    messages_rewound: int
+    messages_compacted: int
     notes: tuple[str, ...]
     ok: bool = True
+
+
+@dataclass(frozen=True)
+class _Hidden:
+    archived: int = 0
+    rewound: int = 0
+    compacted: int = 0
+
+
+def _hidden(conn: sqlite3.Connection) -> _Hidden:
+    """How many sessions and messages the file's Hermes keeps out of its lists and conversations."""
+    file = read_layout(conn)
+    archived = conn.execute("SELECT COUNT(*) FROM sessions WHERE archived != 0").fetchone()[0] if file.has(
+        "sessions", "archived") else 0
+    if not file.hides_rewound:
+        return _Hidden(archived)
+    compacted = "COALESCE(compacted, 0)" if file.has("messages", "compacted") else "0"
+    rewound, gone = conn.execute(f"SELECT COALESCE(SUM({compacted} = 0), 0), COALESCE(SUM({compacted} != 0), 0) "
+                                 "FROM messages WHERE active = 0").fetchone()
+    return _Hidden(archived, rewound, gone)
 
 
 def read_status(path: Path) -> StatusReport:
@@ -61,20 +87,24 @@ def read_status(path: Path) -> StatusReport:
     conn, version = open_hermes(path, allow_newer=True)
     try:
         oldest, newest = conn.execute("SELECT MIN(started_at), MAX(started_at) FROM sessions").fetchone()
+        hidden = _hidden(conn)
         wal = sidecar_paths(path)[0]
         return StatusReport(
             path=str(path),
             schema_version=version if version is not None else detect_schema_version(conn),
             schema_version_recorded=version is not None,
             journal_mode=_journal_mode(conn, path),
-            sessions=conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+            sessions=conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] - hidden.archived,
             messages=conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
+            sessions_archived=hidden.archived,
+            messages_rewound=hidden.rewound,
+            messages_compacted=hidden.compacted,
             db_bytes=path.stat().st_size,
             wal_bytes=wal.stat().st_size if wal.exists() else 0,
             fts_bytes=_fts_bytes(conn),
             oldest_session_started=oldest,
             newest_session_started=newest,
-            schema_newer=is_newer(version),
+            schema_newer=is_newer(version) and not read_layout(conn).known,
             sqlite_version=sqlite_version(),
             notes=tuple(sqlite_notes()),
         )

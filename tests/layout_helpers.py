@@ -1,0 +1,34 @@
+"""What a file of a later Hermes layout must still be after the toolkit wrote to it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from hermes_state_tools.core.layouts import read_layout
+
+
+def hermes_objects(path: Path) -> dict[str, str]:
+    """Every trigger, index and table of the file but the tool's own (hst_*), with its SQL."""
+    conn = sqlite3.connect(path)
+    try:
+        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'index', 'table') "
+                                 "AND name NOT LIKE 'hst_%' AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL"))
+    finally:
+        conn.close()
+
+
+def search_index_agrees(path: Path) -> None:
+    """Every search index of the file's layout passes FTS5's own check and holds the text its triggers give."""
+    conn = sqlite3.connect(path)
+    try:
+        for index in read_layout(conn).search:
+            conn.execute(f"INSERT INTO {index.name}({index.name}, rank) VALUES ('integrity-check', 1)")
+            if index.inline:
+                differ = conn.execute(f"SELECT COUNT(*) FROM messages m LEFT JOIN {index.name} f ON f.rowid = m.id "
+                                      f"WHERE f.content IS NOT ({index.text('m')})").fetchone()[0]
+                extra = conn.execute(f"SELECT COUNT(*) FROM {index.name} WHERE rowid NOT IN "
+                                     "(SELECT id FROM messages)").fetchone()[0]
+                assert (differ, extra) == (0, 0), index.name
+    finally:
+        conn.close()

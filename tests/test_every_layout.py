@@ -1,0 +1,142 @@
+"""Every writing command on databases Hermes' own code made, at every version it knows.
+
+The files are the dumps of fixtures/hermes (scripts/make_hermes_fixtures.py ran each Hermes version's
+own SessionDB): each populated layout from v6 to the v17 tip, and the files one database became as
+each later Hermes opened it in turn (with the columns short-lived builds left). Each command must
+exit 0 and leave that Hermes' own triggers, indexes, search tables and version row as they were, and
+the search indexes holding the text that layout indexes. With HERMES_GIT naming Hermes' git directory,
+the same version's SessionDB then reads the result and must show every imported message, finding it
+by its text (and by its tool name from v11, whose index holds tool names).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.hermes_fixtures import load, manifest, names
+from tests.hermes_oracle import hermes_view
+from tests.import_helpers import cli, export_bytes, query
+from tests.layout_helpers import hermes_objects, search_index_agrees
+
+LEGACY = (
+    '{"role": "session_meta", "platform": "cli", "timestamp": "2026-03-01T10:10:10"}\n'
+    '{"role": "user", "content": "quarkonium question", "timestamp": "2026-03-01T10:10:11"}\n'
+    '{"role": "assistant", "content": null, "tool_calls": [{"id": "c9", "type": "function", '
+    '"function": {"name": "zettelkasten", "arguments": "{}"}}], "timestamp": "2026-03-01T10:10:12"}\n'
+    '{"role": "tool", "content": "found 3 notes", "tool_call_id": "c9", "tool_name": "zettelkasten", '
+    '"timestamp": "2026-03-01T10:10:13"}\n'
+    '{"role": "assistant", "content": "quarkonium answer", "timestamp": "2026-03-01T10:10:14"}\n'
+)
+LEGACY_ID = "20260301_101010_abcdef"
+EVERY = [*names("populated"), "chain-v17-tip", "strays-v17-tip"]
+
+
+def run(db: Path, *args: object) -> None:
+    result = cli("--db", db, *args, "--no-progress")
+    assert result.exit_code == 0, (args, result.stderr)
+
+
+def legacy_home(tmp_path: Path) -> Path:
+    sessions = tmp_path / "home" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / f"{LEGACY_ID}.jsonl").write_text(LEGACY, encoding="utf-8")
+    return tmp_path / "home"
+
+
+def _unchanged(db: Path, objects: dict[str, str], version: int) -> None:
+    assert hermes_objects(db) == objects
+    assert query(db, "SELECT version FROM schema_version") == [{"version": version}]
+    search_index_agrees(db)
+
+
+@pytest.mark.parametrize("name", EVERY)
+def test_every_writing_command_keeps_the_layout(name: str, tmp_path: Path) -> None:
+    db = load(name, tmp_path / "state.db")
+    objects, version = hermes_objects(db), manifest()[name]["schema_version"]
+    run(db, "import-jsonl", legacy_home(tmp_path))
+    _unchanged(db, objects, version)
+    columns = {row["name"] for row in query(db, "SELECT name FROM pragma_table_info('messages')")}
+    if "active" in columns:
+        assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE session_id = ? AND active IS NOT 1",
+                     (LEGACY_ID,)) == [{"n": 0}]
+    run(db, "merge", load("v6", tmp_path / "other.db"))
+    _unchanged(db, objects, version)
+    for command in (["rebuild-fts"], ["repair"], ["check"], ["maintain"], ["vacuum"]):
+        run(db, *command)
+        _unchanged(db, objects, version)
+    run(db, "prune", "--older-than", "1", "--yes")
+    _unchanged(db, objects, version)
+
+
+@pytest.mark.parametrize("name", names("populated"))
+def test_export_then_import_into_the_same_layout_keeps_every_column(name: str, tmp_path: Path) -> None:
+    db = load(name, tmp_path / "state.db")
+    exported = tmp_path / "export.jsonl"
+    exported.write_bytes(export_bytes(db))
+    back = load(f"{name}-empty", tmp_path / "back.db")
+    run(back, "import-jsonl", exported)
+    for table, key in (("sessions", "id"), ("messages", "session_id, timestamp, id")):
+        before = [_row(r, table) for r in query(db, f"SELECT * FROM {table} ORDER BY {key}")]
+        after = [_row(r, table) for r in query(back, f"SELECT * FROM {table} ORDER BY {key}")]
+        assert after == before, table
+
+
+def _row(row: dict[str, object], table: str) -> dict[str, object]:
+    return {k: v for k, v in row.items() if not (table == "messages" and k == "id")}
+
+
+@pytest.mark.parametrize("name", names("populated"))
+def test_hermes_reads_what_the_import_wrote(name: str, tmp_path: Path) -> None:
+    db = load(name, tmp_path / "state.db")
+    run(db, "import-jsonl", legacy_home(tmp_path))
+    view = hermes_view(manifest()[name]["commit"], db, ("quarkonium", "zettelkasten"))
+    assert [m["content"] for m in view["sessions"][LEGACY_ID]["messages"]] == [
+        "quarkonium question", None, "found 3 notes", "quarkonium answer"]
+    assert len(view["search"]["quarkonium"]) == 2
+    found_by_tool = len(view["search"]["zettelkasten"])
+    assert found_by_tool == (2 if manifest()[name]["schema_version"] >= 11 else 0)
+    assert set(view["integrity"].values()) == {"ok"}
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT message_count, tool_call_count FROM sessions WHERE id = ?",
+                            (LEGACY_ID,)).fetchone() == (4, 1)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["schema_version"] > 6])
+def test_search_finds_what_that_hermes_finds(name: str, tmp_path: Path) -> None:
+    """The same messages as that version's own search_messages found in the file it wrote (its manifest
+    records them): rewound ones left out, compacted-away ones found, tool names found from v11."""
+    from hermes_state_tools.views.search import search_report
+
+    db = load(name, tmp_path / "state.db")
+    for query_text, found in manifest()[name]["hermes_view"]["search"].items():
+        ours = sorted(hit["id"] for hit in search_report(db, query_text, limit=1000)["results"])
+        assert ours == found, query_text
+
+
+@pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["scenario"].get("archived")])
+def test_archived_sessions_are_listed_only_with_all(name: str, tmp_path: Path) -> None:
+    from hermes_state_tools.views.sessions import list_page
+
+    db = load(name, tmp_path / "state.db")
+    archived = set(manifest()[name]["scenario"]["archived"])
+    assert not archived & {s["id"] for s in list_page(db, limit=1000)["sessions"]}
+    assert archived <= {s["id"] for s in list_page(db, limit=1000, show_all=True)["sessions"]}
+
+
+@pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["scenario"].get("rewound_messages")])
+def test_sessions_show_leaves_out_rewound_messages_unless_all(name: str, tmp_path: Path) -> None:
+    from hermes_state_tools.views.sessions import show_session
+
+    db = load(name, tmp_path / "state.db")
+    rewound = set(manifest()[name]["scenario"]["rewound_messages"])
+    session = query(db, f"SELECT session_id FROM messages WHERE id = {min(rewound)}")[0]["session_id"]
+    shown = {m["id"] for m in show_session(db, session)["messages"]}
+    assert not shown & rewound
+    assert rewound <= {m["id"] for m in show_session(db, session, show_all=True)["messages"]}
+    assert sorted(shown) == manifest()[name]["hermes_view"]["messages"][session]
