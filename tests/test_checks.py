@@ -90,10 +90,10 @@ def test_the_snapshot_is_private_and_removed_afterwards(tmp_path, monkeypatch):
     made: list[Path] = []
     real_check_copy = fts_agreement._check_copy
 
-    def spy(path: Path, copy: Path) -> bool | None:
+    def spy(path: Path, copy: Path, names: tuple[str, ...]) -> fts_agreement.Agreements:
         made.append(copy)
         assert copy.parent.parent == scratch and copy.parent.stat().st_mode & 0o077 == 0  # a private folder
-        return real_check_copy(path, copy)
+        return real_check_copy(path, copy, names)
 
     monkeypatch.setattr(fts_agreement, "_check_copy", spy)
     assert found(check_file(planted(tmp_path, "fts_changed"))) == PLANTS["fts_changed"][1]

@@ -18,19 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.progress import Steps, expect, step
-from hermes_state_tools.core.schema import (
-    FTS_TABLE,
-    INDEXES,
-    SCHEMA_VERSION,
-    TRIGGERS,
-    is_newer,
-    object_names,
-    table_columns,
-)
+from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, SCHEMA_VERSION, object_names, table_columns
 from hermes_state_tools.core.sqlite_info import has_wal_reset_bug, sqlite_version, wal_reset_notes
 from hermes_state_tools.errors import DamagedDatabaseError
-from hermes_state_tools.maintenance import fts_agreement, locate_damage, quick_pass
+from hermes_state_tools.maintenance import fts_agreement, layout_rules, locate_damage, quick_pass
+from hermes_state_tools.maintenance.layout_rules import expected_layout
 from hermes_state_tools.store.opening import (
     LOOKS,
     last_look,
@@ -40,7 +34,7 @@ from hermes_state_tools.store.opening import (
     writer_arrived,
 )
 from hermes_state_tools.store.wal_frames import find_break
-from hermes_state_tools.tables import counters, foreign_rows, lineage, titles
+from hermes_state_tools.tables import foreign_rows, lineage, titles
 from hermes_state_tools.upgrade.steps import detect_schema_version
 
 KINDS = (
@@ -107,52 +101,77 @@ def foreign_keys(conn: sqlite3.Connection) -> Iterator[Finding]:
                       (session_id,))
 
 
-Agreement = Callable[[], "bool | None"]  # FTS5's integrity-check, already run elsewhere (None: not run)
+Agreement = Callable[[], "fts_agreement.Agreements"]  # FTS5's integrity-check of each index, run elsewhere
 
 
 def fts_sync(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement | None = None) -> Iterator[Finding]:
-    """The FTS index against `messages` (ids always; tokens too unless quick), see fts_agreement."""
-    drift = fts_agreement.drift(conn, quick, agrees() if agrees is not None and not quick else None)
-    if drift is None:
-        return  # no FTS table: `missing_index` reports it
+    """Each search index of the file's layout against the text it indexes (ids always; tokens, and an
+    inline index's stored text, too unless quick), see fts_agreement."""
+    answers = agrees() if agrees is not None and not quick else {}
+    for index in expected_layout(conn).search:
+        drift = fts_agreement.drift(conn, index, quick, answers.get(index.name))
+        if drift is not None:  # no FTS table: `missing_index` reports it
+            yield from _drift_findings(conn, index.name, drift)
+
+
+def _drift_findings(conn: sqlite3.Connection, name: str, drift: fts_agreement.FtsDrift) -> Iterator[Finding]:
+    where = "the search index" if name == FTS_TABLE else f"the search index {name}"
     if drift.destroyed:
         yield Finding("integrity", f"{len(drift.destroyed)} messages hold stray zero bytes or bytes that are not "
-                                   f"UTF-8 where the search index holds their words (ids {_sample(drift.destroyed)}): "
+                                   f"UTF-8 where {where} holds their words (ids {_sample(drift.destroyed)}): "
                                    "bytes destroyed in a page of the messages table (canonical data, the rows only "
                                    "this file holds)", fts_agreement.sessions_of(conn, drift.destroyed),
                       "messages", "canonical")
     if drift.unexplained:
-        yield Finding("fts_out_of_sync", "FTS5's integrity-check finds the search index damaged "
+        yield Finding("fts_out_of_sync", f"FTS5's integrity-check finds {where} damaged "
                                          "(no single message explains it)")
     parts = (
-        (drift.unindexed, "messages are missing from the search index"),
-        (drift.changed, "messages are indexed with content they no longer hold"),
+        (drift.unindexed, f"messages are missing from {where}"),
+        (drift.changed, f"messages are indexed{'' if name == FTS_TABLE else ' in ' + name} with content "
+                        "they no longer hold"),
     )
     for ids, what in parts:
         if ids:
             yield Finding("fts_out_of_sync", f"{len(ids)} {what} (ids {_sample(ids)})",
                           fts_agreement.sessions_of(conn, ids))
     if drift.stale:
-        yield Finding("fts_out_of_sync", f"the search index holds {len(drift.stale)} deleted messages "
+        yield Finding("fts_out_of_sync", f"{where} holds {len(drift.stale)} deleted messages "
                                          f"(ids {_sample(drift.stale)})")
 
 
 def missing_triggers(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """The three triggers that keep the FTS index in step with `messages`."""
-    present = object_names(conn, "trigger")
-    for name in TRIGGERS:
-        if name not in present:
-            yield Finding("missing_trigger", f"trigger {name} is missing: message changes are not indexed")
+    """The triggers that keep each search index in step with `messages`, by name and body, as the file's
+    layout defines them."""
+    for trigger in layout_rules.trigger_drift(conn):
+        if trigger.present is None:
+            yield Finding("missing_trigger", f"trigger {trigger.name} is missing: message changes are not indexed")
+        elif trigger.hazard:
+            yield Finding("missing_trigger", f"trigger {trigger.name} has the inline body a Hermes of schema 23 or "
+                                             f"later installs over the external-content index {trigger.index.name}: "
+                                             "the first content update corrupts the search index; `repair` puts "
+                                             "the layout's own trigger back, and a new file made with `--schema` "
+                                             "in a later layout avoids it")
+        else:
+            yield Finding("missing_trigger", f"trigger {trigger.name} is not the one "
+                                             f"{layout_rules.expected_layout(conn).name} defines: message changes "
+                                             "may be indexed wrongly")
 
 
 def missing_indexes(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """The indexes of the file's schema version, and the messages_fts table itself."""
-    present, version = object_names(conn, "index"), detect_schema_version(conn)
-    for index in INDEXES:
-        if index.since <= version and index.name not in present:
-            yield Finding("missing_index", f"index {index.name} is missing")
-    if FTS_TABLE not in object_names(conn, "table"):
-        yield Finding("missing_index", f"full-text table {FTS_TABLE} is missing: search finds nothing")
+    """The indexes of the file's layout (version 6: of its schema version), and its FTS tables."""
+    file, present = read_layout(conn), object_names(conn, "index")
+    if file.later and file.layout is not None:
+        names = [name for name in file.layout.indexes if name not in present]
+    else:
+        version = detect_schema_version(conn)
+        names = [index.name for index in INDEXES if index.since <= version and index.name not in present]
+    for name in names:
+        yield Finding("missing_index", f"index {name} is missing")
+    tables = object_names(conn, "table")
+    for index in expected_layout(conn).search:
+        if index.name not in tables:
+            yield Finding("missing_index", f"full-text table {index.name} is missing: search finds nothing"
+                                           f"{'' if index.name == FTS_TABLE else ' there'}")
 
 
 def lineage_cycles(conn: sqlite3.Connection) -> Iterator[Finding]:
@@ -175,8 +194,8 @@ def missing_parents(conn: sqlite3.Connection) -> Iterator[Finding]:
 
 
 def counter_mismatches(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """message_count and tool_call_count against the real rows."""
-    for session_id, stored_m, real_m, stored_t, real_t in counters.mismatches(conn):
+    """message_count and tool_call_count against the real rows, as the file's Hermes keeps them."""
+    for session_id, stored_m, real_m, stored_t, real_t in layout_rules.counter_mismatches(conn):
         yield Finding("counter_mismatch", f"session {session_id}: message_count {stored_m} (real {real_m}), "
                                           f"tool_call_count {stored_t} (real {real_t})", (session_id,))
 
@@ -190,7 +209,8 @@ def duplicate_titles(conn: sqlite3.Connection) -> Iterator[Finding]:
 
 
 def schema_version(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """The version row: present, one row, the current version, and true to the columns present."""
+    """The version row: present, one row, the current version (or the known later layout the file
+    holds), and true to the columns present."""
     detected = detect_schema_version(conn)
     if "schema_version" not in object_names(conn, "table"):
         yield Finding("schema_version", f"the schema_version table is missing (the columns are version {detected})")
@@ -199,6 +219,8 @@ def schema_version(conn: sqlite3.Connection) -> Iterator[Finding]:
     if len(values) != 1 or not isinstance(values[0], int):
         yield Finding("schema_version", f"the schema_version table holds {values!r} instead of one version number "
                                         f"(the columns are version {detected})")
+    elif read_layout(conn).later and read_layout(conn).known:
+        return  # a later Hermes' version row, of a layout this tool knows
     elif values[0] != SCHEMA_VERSION or detected != values[0]:
         yield Finding("schema_version", f"the version row says {values[0]}, the columns are version {detected}, "
                                         f"current is {SCHEMA_VERSION}")
@@ -216,18 +238,17 @@ def foreign_roles(conn: sqlite3.Connection) -> Iterator[Finding]:
 
 
 def quick_rows(conn: sqlite3.Connection) -> Iterator[Finding]:
-    """--quick: orphaned messages, FTS ids and message counts from one pass (see quick_pass)."""
+    """--quick: orphaned messages, FTS ids and message counts from one pass (see quick_pass); a later
+    layout's other search indexes by ids."""
     result = quick_pass.run(conn)
     for session_id, count in result.orphans:
         yield Finding("foreign_key", f"{count} messages belong to session {session_id!r}, which does not exist",
                       (session_id,))
-    if result.unindexed:
-        yield Finding("fts_out_of_sync", f"{len(result.unindexed)} messages are missing from the search index "
-                                         f"(ids {_sample(result.unindexed)})",
-                      fts_agreement.sessions_of(conn, result.unindexed))
-    if result.stale:
-        yield Finding("fts_out_of_sync", f"the search index holds {len(result.stale)} deleted messages "
-                                         f"(ids {_sample(result.stale)})")
+    yield from _drift_findings(conn, FTS_TABLE, fts_agreement.FtsDrift(result.unindexed, result.stale))
+    for index in expected_layout(conn).search:
+        drift = fts_agreement.drift(conn, index, quick=True) if index.name != FTS_TABLE else None
+        if drift is not None:
+            yield from _drift_findings(conn, index.name, drift)
     for session_id, stored, real in result.counts:
         yield Finding("counter_mismatch", f"session {session_id}: message_count {stored} (real {real})",
                       (session_id,))
@@ -291,7 +312,7 @@ def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement 
     for n in sorted(range(len(checks)), key=lambda n: _waits(checks[n])):
         name = _name(checks[n])
         if only is not None and name not in only:
-            skipped.append((name, f"not run on a schema newer than {SCHEMA_VERSION}"))
+            skipped.append((name, "not run on a layout this tool does not know"))
             continue
         step(progress, check_name(checks[n]))
         try:
@@ -303,9 +324,14 @@ def run_checks(conn: sqlite3.Connection, quick: bool = False, agrees: Agreement 
 
 def _snapshot_check(pool: ThreadPoolExecutor, path: Path, conn: sqlite3.Connection) -> Agreement | None:
     """Start FTS5's integrity-check on a private snapshot in the pool; the answer when the FTS check asks."""
-    if not fts_agreement.has_index(conn):
+    try:
+        names = tuple(index.name for index in expected_layout(conn).search
+                      if fts_agreement.has_index(conn, index.name))
+    except sqlite3.DatabaseError:
+        return None  # the version row cannot be read: `fts_sync` is skipped the same way
+    if not names:
         return None
-    future: Future[bool | None] = pool.submit(fts_agreement.snapshot_agrees, path)
+    future: Future[fts_agreement.Agreements] = pool.submit(fts_agreement.snapshot_agrees, path, names)
     return future.result
 
 
@@ -347,7 +373,7 @@ class CheckReport:
 
 def check_report(path: Path, quick: bool = False, progress: Steps | None = None) -> CheckReport:
     """Check a database file read-only in one snapshot, to the end even when it is damaged; nothing is
-    written and nothing is left beside it. A newer schema gets the file-level checks only."""
+    written and nothing is left beside it. A layout this tool does not know gets the file-level checks only."""
     try:
         require_database_file(path)
     except DamagedDatabaseError as exc:  # a destroyed header: SQLite cannot open it at all
@@ -374,7 +400,7 @@ def _check_once(path: Path, quick: bool, progress: Steps | None, stable: bool) -
     except DamagedDatabaseError as exc:
         return _unreadable(exc), False
     try:
-        newer = is_newer(version)
+        newer = _unknown_layout(conn, version)
         # the other thread reads what this look reads: on the last look, the stable copy
         findings, skipped = _run_in_two_threads(conn.reads or path, conn, quick, progress, newer)
         report = CheckReport(tuple(findings), tuple(skipped), (), newer)
@@ -383,11 +409,21 @@ def _check_once(path: Path, quick: bool, progress: Steps | None, stable: bool) -
         conn.close()
 
 
+def _unknown_layout(conn: sqlite3.Connection, version: int | None) -> bool:
+    """A later Hermes' file of a layout this tool does not know: only the file-level checks apply."""
+    if version is None or version <= SCHEMA_VERSION:
+        return False
+    try:
+        return not read_layout(conn).known
+    except sqlite3.DatabaseError:
+        return True  # its tables cannot be read: `integrity` says why
+
+
 def _run_in_two_threads(path: Path, conn: sqlite3.Connection, quick: bool, progress: Steps | None,
                         newer: bool) -> tuple[list[Finding], list[tuple[str, str]]]:
     """The costly half runs in a second thread while the other checks run here (sqlite3 lets go of the
     GIL): FTS5's integrity-check on a private snapshot (full), or quick_check (--quick) on a connection
-    of its own. A newer schema gets only the file-level checks, here."""
+    of its own. A layout this tool does not know gets only the file-level checks, here."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-check") as pool:
         agrees, elsewhere = None, None
         if not newer and quick:

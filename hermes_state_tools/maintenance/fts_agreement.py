@@ -1,6 +1,7 @@
-"""Does the FTS index agree with `messages`? Answered without writing to the live file.
+"""Does each search index agree with `messages`? Answered without writing to the live file.
 
-Two questions, answered at different costs:
+Every FTS table of the file's layout (core/layouts.py) is compared: v6's messages_fts, a later
+Hermes' messages_fts_trigram, each in its own form. Three questions, answered at different costs:
 
 - which ids disagree: the ids the index holds (`messages_fts_docsize`, one row per indexed
   message) against the ids of `messages` finds rows written or deleted while a trigger was
@@ -11,6 +12,11 @@ Two questions, answered at different costs:
   refused on a read-only connection and needing the write lock on a writable one, so `check`
   runs it on a private snapshot of the file made with the backup API (see `snapshot_agrees`);
   a repair, which holds the write lock anyway, runs it in its own transaction.
+
+- for an inline index (v11+, the table holds its own text), whether the text it holds is the text
+  that layout indexes (`SearchIndex.text()` over each message): FTS5's integrity-check only compares
+  the index with the table's own stored text, so the stored rows are compared with `messages` by id
+  (one join on the primary keys).
 
 Only when the integrity-check fails are the drifted messages named, by the slow audit
 (`token_differences`): the content tokenized again into a contentless FTS5 table in the temp
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core import scratch
+from hermes_state_tools.core.layouts import SearchIndex
 from hermes_state_tools.core.schema import FTS_TABLE, object_names
 from hermes_state_tools.errors import HermesStateError
 from hermes_state_tools.maintenance.locate_damage import written_text
@@ -39,7 +46,6 @@ _PROBE = "temp.hst_audit_probe"
 _PROBE_VOCAB = "temp.hst_audit_probe_vocab"
 _TOKENIZE = re.compile(r"tokenize\s*=\s*('(?:[^']|'')*'|\"[^\"]*\"|\w+)", re.IGNORECASE)
 _CHUNK = 500
-_INTEGRITY_CHECK = f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES('integrity-check', 1)"
 _SPACE_MARGIN = 1.1  # the snapshot needs the file's pages, plus room for the temp file system's own use
 _SPACE_SLACK = 64 << 20
 
@@ -59,13 +65,13 @@ def _ids(conn: sqlite3.Connection, sql: str) -> tuple[int, ...]:
     return tuple(row[0] for row in conn.execute(sql))
 
 
-def has_index(conn: sqlite3.Connection) -> bool:
-    return {FTS_TABLE, DOCSIZE} <= object_names(conn, "table")
+def has_index(conn: sqlite3.Connection, name: str = FTS_TABLE) -> bool:
+    return {name, f"{name}_docsize"} <= object_names(conn, "table")
 
 
-def _tokenize_clause(conn: sqlite3.Connection) -> str:
+def _tokenize_clause(conn: sqlite3.Connection, name: str) -> str:
     """The index's own `tokenize=...` option, so the probe splits text exactly as it does."""
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (FTS_TABLE,)).fetchone()
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
     match = _TOKENIZE.search(row[0] if row and row[0] else "")
     return f", tokenize={match.group(1)}" if match else ""
 
@@ -76,13 +82,15 @@ def _drop_probe(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def token_differences(conn: sqlite3.Connection) -> set[int]:
-    """Ids of documents whose indexed tokens differ from their current content's tokens (slow: names them)."""
+def token_differences(conn: sqlite3.Connection, name: str = FTS_TABLE, inline: bool = False) -> set[int]:
+    """Ids of documents whose indexed tokens differ from the text they index (slow: names them): the
+    message's content for an external-content index, the index's own stored text for an inline one."""
     _drop_probe(conn)
+    source = f"SELECT id, c0 FROM main.{name}_content" if inline else "SELECT id, content FROM main.messages"
     try:
-        conn.execute(f"CREATE VIRTUAL TABLE {_PROBE} USING fts5(content, content=''{_tokenize_clause(conn)})")
-        conn.execute(f"INSERT INTO {_PROBE}(rowid, content) SELECT id, content FROM main.messages")
-        conn.execute(f"CREATE VIRTUAL TABLE {_INDEX_VOCAB} USING fts5vocab(main, {FTS_TABLE}, instance)")
+        conn.execute(f"CREATE VIRTUAL TABLE {_PROBE} USING fts5(content, content=''{_tokenize_clause(conn, name)})")
+        conn.execute(f"INSERT INTO {_PROBE}(rowid, content) {source}")
+        conn.execute(f"CREATE VIRTUAL TABLE {_INDEX_VOCAB} USING fts5vocab(main, {name}, instance)")
         conn.execute(f"CREATE VIRTUAL TABLE {_PROBE_VOCAB} USING fts5vocab(temp, hst_audit_probe, instance)")
         columns = "term, doc, col, offset"  # the order fts5vocab streams in: EXCEPT then appends, not sorts
         rows = conn.execute(
@@ -94,11 +102,11 @@ def token_differences(conn: sqlite3.Connection) -> set[int]:
         _drop_probe(conn)
 
 
-def integrity_check(conn: sqlite3.Connection) -> bool | None:
-    """FTS5's own check of the index against `messages` (True: they agree); None when this connection
-    cannot run it (read-only, or the write lock is held elsewhere)."""
+def integrity_check(conn: sqlite3.Connection, name: str = FTS_TABLE) -> bool | None:
+    """FTS5's own check of the index `name` against the text it indexes (True: they agree); None when
+    this connection cannot run it (read-only, or the write lock is held elsewhere)."""
     try:
-        conn.execute(_INTEGRITY_CHECK)
+        conn.execute(f"INSERT INTO {name}({name}, rank) VALUES('integrity-check', 1)")
     except sqlite3.OperationalError:
         return None  # SQLITE_READONLY, locked, busy: the check did not run
     except sqlite3.DatabaseError:
@@ -117,22 +125,26 @@ def _snapshot_dir(path: Path, size: int) -> Path | None:
     return None
 
 
-def snapshot_agrees(path: Path) -> bool | None:
-    """FTS5's integrity-check on a private copy of `path` (backup API from a read-only connection,
-    one step, so one consistent snapshot): the live file is only read. None when no folder has room
-    for the copy or the copy cannot be made (the caller falls back to the token audit)."""
+Agreements = dict[str, "bool | None"]  # FTS5's integrity-check of each search index, by table name
+
+
+def snapshot_agrees(path: Path, names: tuple[str, ...] = (FTS_TABLE,)) -> Agreements:
+    """FTS5's integrity-check of each index in `names` on a private copy of `path` (backup API from a
+    read-only connection, one step, so one consistent snapshot): the live file is only read. Empty
+    when no folder has room for the copy or the copy cannot be made (the caller falls back to the
+    token audit)."""
     size = path.stat().st_size + _wal_size(path)
     folder = _snapshot_dir(path, size)
     if folder is None:
-        return None
+        return {}
     try:
         scratch_dir = scratch.make_dir("check", folder)
     except OSError:
-        return None
+        return {}
     try:
-        return _check_copy(path, scratch_dir / "copy.db")
+        return _check_copy(path, scratch_dir / "copy.db", names)
     except (sqlite3.Error, OSError, HermesStateError):
-        return None
+        return {}
     finally:
         shutil.rmtree(scratch_dir, ignore_errors=True)
 
@@ -144,7 +156,7 @@ def _wal_size(path: Path) -> int:
         return 0
 
 
-def _check_copy(path: Path, copy: Path) -> bool | None:
+def _check_copy(path: Path, copy: Path, names: tuple[str, ...] = (FTS_TABLE,)) -> Agreements:
     source = open_read_connection(path)  # leaves nothing beside the file, as every read does
     try:
         dest = sqlite3.connect(str(copy), isolation_level=None, check_same_thread=False)
@@ -152,37 +164,49 @@ def _check_copy(path: Path, copy: Path) -> bool | None:
             dest.execute("PRAGMA journal_mode=OFF")  # a throwaway copy: no journal, no fsync
             dest.execute("PRAGMA synchronous=OFF")
             source.backup(dest)
-            return integrity_check(dest)
+            return {name: integrity_check(dest, name) for name in names}
         finally:
             dest.close()
     finally:
         source.close()
 
 
-def id_drift(conn: sqlite3.Connection) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def id_drift(conn: sqlite3.Connection, name: str = FTS_TABLE) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(unindexed, stale) message ids: messages the index lacks, index entries whose message is gone."""
-    unindexed = _ids(conn, f"SELECT id FROM messages WHERE id NOT IN (SELECT id FROM {DOCSIZE}) ORDER BY id")
-    stale = _ids(conn, f"SELECT id FROM {DOCSIZE} WHERE id NOT IN (SELECT id FROM messages) ORDER BY id")
+    docsize = f"{name}_docsize"
+    unindexed = _ids(conn, f"SELECT id FROM messages WHERE id NOT IN (SELECT id FROM {docsize}) ORDER BY id")
+    stale = _ids(conn, f"SELECT id FROM {docsize} WHERE id NOT IN (SELECT id FROM messages) ORDER BY id")
     return unindexed, stale
 
 
-def drift(conn: sqlite3.Connection, quick: bool = False, agrees: bool | None = None) -> FtsDrift | None:
-    """Where the index and `messages` disagree; None when the file has no FTS table to compare.
+def inline_text_drift(conn: sqlite3.Connection, index: SearchIndex) -> tuple[int, ...]:
+    """Messages an inline index holds other text for than its layout indexes (`SearchIndex.text()`):
+    one walk of `messages` joined by id to the index's stored rows."""
+    return _ids(conn, f"SELECT m.id FROM messages m JOIN main.{index.name}_content c ON c.id = m.id "
+                      f"WHERE c.c0 IS NOT {index.text('m')} ORDER BY m.id")
+
+
+def drift(conn: sqlite3.Connection, index: SearchIndex, quick: bool = False,
+          agrees: bool | None = None) -> FtsDrift | None:
+    """Where `index` and `messages` disagree; None when the file lacks that FTS table.
 
     `agrees` is FTS5's integrity-check already run on a snapshot of this file; without it the check
     runs on `conn` when it can (a write transaction), and the token audit when it cannot.
     """
-    if not has_index(conn):
+    if not has_index(conn, index.name) or (index.inline and f"{index.name}_content" not in object_names(conn, "table")):
         return None
-    unindexed, stale = id_drift(conn)
+    unindexed, stale = id_drift(conn, index.name)
     if quick:
         return FtsDrift(unindexed, stale)
-    if agrees is None:
-        agrees = integrity_check(conn)
-    if agrees:
-        return FtsDrift(unindexed, stale)
     already = set(unindexed) | set(stale)
-    changed = tuple(sorted(doc for doc in token_differences(conn) if doc not in already))
+    texts = tuple(doc for doc in inline_text_drift(conn, index) if doc not in already) if index.inline else ()
+    if agrees is None:
+        agrees = integrity_check(conn, index.name)
+    if agrees:
+        return FtsDrift(unindexed, stale, texts)
+    already |= set(texts)
+    tokens = {doc for doc in token_differences(conn, index.name, index.inline) if doc not in already}
+    changed = tuple(sorted(tokens | set(texts)))
     # The integrity-check also fails on damage no message explains (the index's own structure).
     unexplained = agrees is False and not (unindexed or stale or changed)
     destroyed = _destroyed(conn, changed)

@@ -71,8 +71,9 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def read(conn: sqlite3.Connection) -> Others:
-    """Every table, view and trigger of the source that is not Hermes' own nor derived, read whole."""
+def read(conn: sqlite3.Connection, derived: frozenset[str] = frozenset()) -> Others:
+    """Every table, view and trigger of the source that is not Hermes' own nor derived (also the
+    search tables named in `derived`: a later layout's, built anew), read whole."""
     master = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
                           "AND name NOT GLOB 'sqlite_*' ORDER BY rowid").fetchall()
     sql_of = {name: sql for kind, name, _t, sql in master if kind == "table"}
@@ -81,7 +82,7 @@ def read(conn: sqlite3.Connection) -> Others:
     shadowed = {n for found in shadows.values() for n in found}
     tables = []
     for name, sql in sql_of.items():
-        if name in CANONICAL_TABLES or name in _DERIVED or name in shadowed:
+        if name in CANONICAL_TABLES or name in _DERIVED or name in derived or name in shadowed:
             continue
         after = [s for kind, _n, table, s in master if kind in ("index", "trigger") and table == name]
         if name in shadows:
@@ -93,12 +94,16 @@ def read(conn: sqlite3.Connection) -> Others:
     return Others(tables, views)
 
 
-def write(dest: sqlite3.Connection, others: Others, kept: list[str], lost: list[str]) -> None:
+def write(dest: sqlite3.Connection, others: Others, kept: list[str], lost: list[str],
+          existing: frozenset[str] = frozenset()) -> None:
     """Every table, then every view, into DEST inside its open transaction; each one's name goes to
-    `kept` or `lost`. A full disk (or SQLite ending the transaction) ends the whole build."""
+    `kept` or `lost`. A table DEST's layout already made (`existing`: a later Hermes' state_meta)
+    takes the rows alone, verbatim. A full disk (or SQLite ending the transaction) ends the whole build."""
     for other in others.tables:
         if not other.readable:
             lost.append(other.name)
+        elif other.name in existing and other.data is not None:
+            (kept if _tried(dest, lambda o=other: _insert(dest, o.name, o.data)) else lost).append(other.name)
         elif _tried(dest, lambda o=other: _copy(dest, o)):
             kept.append(other.name)
         else:  # a module or tokenizer this SQLite lacks, a constraint the rows break, another shape

@@ -1,4 +1,5 @@
-"""`rebuild-fts`: rebuild messages_fts from `messages`, recreating the FTS table or triggers first if missing."""
+"""`rebuild-fts`: rebuild every search index of the file's layout from `messages`, recreating its FTS
+tables and triggers first where missing or altered, in that layout's own form."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.maintenance import layout_rules
 from hermes_state_tools.search import trigram
 from hermes_state_tools.store.opening import refuse_long_lock_while_open, writing
 from hermes_state_tools.tables import fts
@@ -16,16 +18,18 @@ from hermes_state_tools.tables import fts
 class RebuildReport(Report):
     path: str
     messages_indexed: int
-    recreated: tuple[str, ...]  # FTS objects that were missing and were created again
+    recreated: tuple[str, ...]  # FTS objects that were missing or altered and were created again
     ok: bool = True
 
 
 def rebuild_fts_file(path: Path) -> RebuildReport:
-    """Rebuild messages_fts from `messages`, recreating the FTS table or triggers first if missing."""
+    """Rebuild every search index from `messages`, recreating its FTS tables or triggers first if missing
+    or altered (in the file's own layout)."""
 
     def rebuild(conn: sqlite3.Connection) -> tuple[list[str], int]:
         missing = fts.missing_objects(conn)
-        fts.recreate(conn)
+        fts.recreate(conn)  # missing tables and triggers, then every index rebuilt
+        missing += [f"trigger {t.name}" for t in layout_rules.restore_triggers(conn)]  # altered ones
         trigram.refresh(conn, rebuild=True)  # the CJK side table, from scratch as well
         return missing, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.progress import Steps, expect, step
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.errors import DamagedDatabaseError
+from hermes_state_tools.maintenance import layout_rules
 from hermes_state_tools.maintenance.checks import MISSING_PARENTS, Finding, check_file, orphaned_messages
 from hermes_state_tools.maintenance.recover import rebuild_in_place
 from hermes_state_tools.store.backup import backup_if_schema_changes, scratch_copy
@@ -79,10 +81,8 @@ def recover_orphan_messages(run: _Run) -> None:
     """Messages whose session is missing keep their rows: a placeholder session is created for them."""
     rows = orphaned_messages(run.conn)
     for session_id, first, last, count in rows:
-        run.conn.execute(
-            "INSERT INTO sessions (id, source, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?)",
-            (session_id, PLACEHOLDER_SOURCE, first, last, PLACEHOLDER_END_REASON),
-        )
+        layout_rules.add_placeholder_session(run.conn, session_id, PLACEHOLDER_SOURCE, first, last,
+                                             PLACEHOLDER_END_REASON)
         new = {"source": PLACEHOLDER_SOURCE, "started_at": first, "ended_at": last,
                "end_reason": PLACEHOLDER_END_REASON, "message_count": count}
         detail = f"created placeholder session {session_id!r} (source {PLACEHOLDER_SOURCE!r}) for its {count} messages"
@@ -137,19 +137,35 @@ def _version_rows(conn: sqlite3.Connection) -> Any:
 
 
 def restore_structure(run: _Run) -> None:
-    """Recreate missing columns, indexes, triggers and the FTS table; then set the version row to current."""
+    """Recreate missing columns, indexes, triggers and FTS tables, and put back triggers whose body is
+    not the layout's own, all in the file's own layout; then set the version row to current (a later
+    Hermes' file keeps its own version)."""
     fts_missing = bool(fts.missing_objects(run.conn))
     missing, renames = steps.restore_structure(run.conn)
     run.fts_rebuilt = run.fts_rebuilt or fts_missing  # fts.recreate rebuilt the index from `messages`
     for name in missing:
         verb = "added" if name.startswith("column ") else "recreated"
         run.changes.append(Change(_structure_kind(name), verb, f"{verb} {name}"))
+    restored = layout_rules.restore_triggers(run.conn)
+    for trigger in restored:
+        run.changes.append(Change("missing_trigger", "recreated", f"recreated trigger {trigger.name} as "
+                                  f"{layout_rules.expected_layout(run.conn).name} defines it", (),
+                                  trigger.present, trigger.expected))
+    if restored:  # an altered trigger may have indexed wrongly: every index is filled anew from `messages`
+        fts.rebuild(run.conn)
+        run.fts_rebuilt = True
     run.changes += _title_changes(renames)
-    old = _version_rows(run.conn)
-    if old != SCHEMA_VERSION:
-        steps.set_version(run.conn, SCHEMA_VERSION)
-        run.changes.append(Change("schema_version", "set_version", f"schema_version {old!r} -> {SCHEMA_VERSION}",
-                                  (), old, SCHEMA_VERSION))
+    old, current = _version_rows(run.conn), _current_version(run.conn)
+    if old != current:
+        steps.set_version(run.conn, current)
+        run.changes.append(Change("schema_version", "set_version", f"schema_version {old!r} -> {current}",
+                                  (), old, current))
+
+
+def _current_version(conn: sqlite3.Connection) -> int:
+    """The version row a file should hold: its own known later layout's, else this tool's."""
+    file = read_layout(conn)
+    return file.version if file.later and file.known and file.version is not None else SCHEMA_VERSION
 
 
 def rebuild_fts(run: _Run) -> None:
@@ -158,12 +174,13 @@ def rebuild_fts(run: _Run) -> None:
         fts.rebuild(run.conn)
         run.fts_rebuilt = True
     count = run.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
-    run.changes.append(Change("fts_out_of_sync", "rebuilt_index", f"rebuilt messages_fts from {count} messages"))
+    names = " and ".join(index.name for index in fts.search_indexes(run.conn))
+    run.changes.append(Change("fts_out_of_sync", "rebuilt_index", f"rebuilt {names} from {count} messages"))
 
 
 def recount_counters(run: _Run) -> None:
     """message_count and tool_call_count set from the real rows."""
-    for session_id, stored_m, real_m, stored_t, real_t in counters.mismatches(run.conn):
+    for session_id, stored_m, real_m, stored_t, real_t in layout_rules.counter_mismatches(run.conn):
         counters.recount(run.conn, [session_id])
         old, new = {"message_count": stored_m, "tool_call_count": stored_t}, {"message_count": real_m,
                                                                                 "tool_call_count": real_t}

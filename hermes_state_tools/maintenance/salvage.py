@@ -3,9 +3,10 @@
 
 SQLite refuses DROP INDEX, REINDEX and DROP TABLE on a b-tree whose pages are destroyed, so damage
 is never fixed in place: the canonical rows are read around the damage (salvage_read, then the
-leaf-page scan for rows under a destroyed interior page), written into a new v6 file built beside
-the destination under a temporary name, the indexes and the FTS index created there, the result
-verified, and only then put in place (store/files.py). The source is only ever read.
+leaf-page scan for rows under a destroyed interior page), written into a new file built beside
+the destination under a temporary name, in the source's own layout (rebuilt_layout.py), the
+indexes and the search indexes created there, the result verified, and only then put in place
+(store/files.py). The source is only ever read.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 
 from hermes_state_tools.core.connection import is_corrupt, is_io_error, looks_like_sqlite
 from hermes_state_tools.core.file_header import only_header_damaged
-from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, TABLE_COLUMNS, TRIGGERS, create_schema, read_version
+from hermes_state_tools.core.layouts import Layout, layout
+from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, SCHEMA_VERSION, TABLE_COLUMNS, TRIGGERS, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, HermesStateError, NotAHermesDatabaseError
-from hermes_state_tools.maintenance import other_tables, page_scan
+from hermes_state_tools.maintenance import layout_rules, other_tables, page_scan, rebuilt_layout
 from hermes_state_tools.maintenance.locate_damage import stray_zero
 from hermes_state_tools.maintenance.salvage_read import (
     TableRead,
@@ -39,7 +41,6 @@ from hermes_state_tools.tables import counters, fts
 
 PLACEHOLDER_SOURCE = "unknown"
 PLACEHOLDER_END_REASON = "recovered"
-_INSERT_TRIGGER = "messages_fts_insert"
 
 
 @dataclass
@@ -139,7 +140,7 @@ def _warn_if_newer(source: Path, conn: sqlite3.Connection) -> None:
         return  # a damaged version table or schema: the rows are still read
 
 
-def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
+def _read_source(src: _Source, dest_columns: dict[str, list[str]], target: Layout) -> _Read:
     conn = src.conn
     have = {t: {c for c, _d in table_info(conn, t)} for t in ("sessions", "messages")}
     if not have["sessions"] or not have["messages"]:
@@ -150,7 +151,7 @@ def _read_source(src: _Source, dest_columns: dict[str, list[str]]) -> _Read:
              (("id", "sqlite_autoindex_sessions_1"), ("source", "idx_sessions_source"),
               ("started_at", "idx_sessions_started"))}
     return _Read(read_table(conn, "sessions", s_cols), read_table(conn, "messages", m_cols), s_cols, m_cols,
-                 known, other_tables.read(conn), _sequence(conn),
+                 known, other_tables.read(conn, rebuilt_layout.search_tables(target)), _sequence(conn),
                  indexed_rowids(conn, "messages", "idx_messages_session"))
 
 
@@ -307,8 +308,7 @@ def _placeholders(dest: sqlite3.Connection, read: _Read, report: SalvageReport) 
         rowid = rowid_of.get(session_id, 0)  # rowid 0: nothing known (sessions rowids start at 1)
         source = read.known["source"].get(rowid) or PLACEHOLDER_SOURCE
         started = read.known["started_at"].get(rowid) or first
-        dest.execute("INSERT INTO sessions (id, source, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, ?)",
-                     (session_id, source, started, last, PLACEHOLDER_END_REASON))
+        layout_rules.add_placeholder_session(dest, session_id, source, started, last, PLACEHOLDER_END_REASON)
         report.placeholder_sessions.append(session_id)
 
 
@@ -318,7 +318,7 @@ def _normalize(dest: sqlite3.Connection, report: SalvageReport) -> None:
     report.parents_cleared = dest.execute(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL "
         "AND parent_session_id NOT IN (SELECT id FROM sessions)").rowcount
-    wrong = [row[0] for row in counters.mismatches(dest)]  # tool calls too: lost ones lower the count
+    wrong = [row[0] for row in layout_rules.counter_mismatches(dest)]  # tool calls too: lost ones lower it
     counters.recount(dest, wrong)
     report.counters_recounted = len(wrong)
 
@@ -335,8 +335,10 @@ def _columns(dest: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in dest.execute(f"PRAGMA table_info({table})")]
 
 
-def _build(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: bool) -> None:
-    dest.execute(f"DROP TRIGGER {_INSERT_TRIGGER}")  # the FTS index is built once, at the end
+def _build(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: bool, target: Layout) -> None:
+    indexing = rebuilt_layout.insert_triggers(target)
+    for name in indexing:  # the search indexes are built once, at the end
+        dest.execute(f"DROP TRIGGER {name}")
     dest.execute("BEGIN")
     _write_sessions(dest, read, report, exact)
     _write_messages(dest, read, report)
@@ -344,9 +346,11 @@ def _build(dest: sqlite3.Connection, read: _Read, report: SalvageReport, exact: 
         _placeholders(dest, read, report)
         _normalize(dest, report)
     _sequence_floor(dest, read)
-    other_tables.write(dest, read.others, report.other_tables, report.other_tables_lost)
+    other_tables.write(dest, read.others, report.other_tables, report.other_tables_lost,
+                       rebuilt_layout.made_tables(target))
     dest.execute("COMMIT")
-    dest.execute(TRIGGERS[_INSERT_TRIGGER])
+    for sql in indexing.values():
+        dest.execute(sql)
     fts.rebuild(dest)
 
 
@@ -359,7 +363,8 @@ def verify_rebuilt(dest: sqlite3.Connection, path: Path, report: SalvageReport, 
     if check_links and any(dest.execute(f"PRAGMA foreign_key_check({table})").fetchall()
                            for table in ("sessions", "messages")):  # Hermes' links, not another tool's
         raise DamagedDatabaseError(path, "the rebuilt file failed foreign_key_check")
-    dest.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    for index in fts.search_indexes(dest):
+        dest.execute(f"INSERT INTO {index.name}({index.name}, rank) VALUES ('integrity-check', 1)")
     if dest.execute("SELECT COUNT(*) FROM messages").fetchone()[0] != report.messages_recovered:
         raise DamagedDatabaseError(path, "the rebuilt file does not hold the messages written")
     report.verified = True
@@ -368,11 +373,12 @@ def verify_rebuilt(dest: sqlite3.Connection, path: Path, report: SalvageReport, 
 def _rebuild_from_pages(source: Path, tmp: Path, report: SalvageReport) -> SalvageReport:
     dest = sqlite3.connect(tmp, isolation_level=None)
     try:
-        create_schema(dest)
+        target = layout(SCHEMA_VERSION)  # no schema to tell another layout by
+        rebuilt_layout.create(dest, dest, target)
         read = _read_by_pages(source, {t: _columns(dest, t) for t in ("sessions", "messages")}, report)
         if not read.sessions.rows and not read.messages.rows:
             raise DamagedDatabaseError(source, "no session or message could be read from it")
-        _build(dest, read, report, False)
+        _build(dest, read, report, False, target)
         verify_rebuilt(dest, tmp, report, check_links=True)
     finally:
         dest.close()
@@ -443,16 +449,17 @@ def rebuild_into(source: Path, tmp: Path, workdir: Path, *, exact: bool) -> Salv
             _warn_if_newer(source, src.conn)
         dest = sqlite3.connect(tmp, isolation_level=None)
         try:
-            create_schema(dest)
+            target = rebuilt_layout.source_layout(src.conn)
+            rebuilt_layout.create(dest, src.conn, target)
             dest_columns = {t: _columns(dest, t) for t in ("sessions", "messages")}
-            read = _read_source(src, dest_columns)
+            read = _read_source(src, dest_columns, target)
             report.columns_not_kept = _columns_not_kept(src.conn, dest_columns)
             if exact and report.columns_not_kept:
                 raise DamagedDatabaseError(source, "a rebuilt file would drop the columns "
                                                    f"{', '.join(report.columns_not_kept)}: run `recover`")
             if not exact and (read.sessions.lost or read.messages.lost):
                 _from_pages(read, src, report)
-            _build(dest, read, report, exact)
+            _build(dest, read, report, exact, target)
             if exact and not report.complete:
                 raise DamagedDatabaseError(source, f"canonical rows cannot be read ({report.messages_lost} "
                                                    f"messages, {report.sessions_lost} sessions): run `recover`")

@@ -8,7 +8,9 @@ Hermes sees stays as it is. `refresh` indexes messages with id > the watermark i
 `hst_messages_trigram_state` (AUTOINCREMENT ids are never reused) and drops rows of deleted
 messages; a search treats every message past the watermark as a candidate, and every candidate
 is checked with instr() on the live row, so a stale entry never gives a false hit. Without the
-side table (a file `maintain` never ran on), CJK terms are instr() over every message.
+side table (a file `maintain` never ran on), CJK terms are instr() over every message. A file
+whose Hermes keeps its own trigram index (`messages_fts_trigram`, schema 10 and later) is not
+given the side table: that Hermes' index already finds CJK substrings.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hermes_state_tools.search.text_functions import TextFunction
 from hermes_state_tools.tables.fts import Index, text_index
 
 TRIGRAM_TABLE = "hst_messages_trigram"
+HERMES_TRIGRAM_TABLE = "messages_fts_trigram"  # Hermes' own trigram index (schema 10 and later)
 STATE_TABLE = "hst_messages_trigram_state"
 GLUED_FUNCTION = "hst_glued"
 _REFRESH_BATCH = 5000
@@ -93,7 +96,8 @@ def catch_up(conn: sqlite3.Connection, run: Callable[..., Any]) -> dict[str, int
     write runner's run, for `maintain` beside a live Hermes, whose appends then wait for one batch, not
     the whole table); the search for a first CJK message is a read, made before any write."""
     last = watermark(conn)
-    if last < 0 and (not holds_cjk(conn) or not available(conn)):
+    if last < 0 and (HERMES_TRIGRAM_TABLE in object_names(conn, "table") or not holds_cjk(conn)
+                     or not available(conn)):
         return {"indexed": 0, "dropped": 0, "last_id": -1}
     added = 0
     while (batch := run(_index_batch, max(last, 0))) is not None:
