@@ -18,6 +18,14 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def _tables_as_on_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No width to fit tables to unless a test sets one: pytest-xdist starts its workers with COLUMNS=80
+    and LINES=24, which a plain run (and a command on a pipe) does not have."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state.db"
