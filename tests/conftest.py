@@ -6,8 +6,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from hermes_state_tools import SessionDB
+
+# No wall-clock bound on an example (Hypothesis' default deadline is 200 ms): a busy machine, or the
+# suite's own workers on the other cores, exceed it with nothing wrong.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True)
