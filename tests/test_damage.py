@@ -48,11 +48,6 @@ WRITING = {
 }
 
 
-# The tests of this module share module-scoped fixtures: one pytest-xdist worker runs them all
-# (--dist loadgroup), so they are built once.
-pytestmark = pytest.mark.xdist_group("test_damage")
-
-
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_db(tmp_path_factory.mktemp("pristine") / "state.db")

@@ -251,11 +251,6 @@ class Corpus:
     reference: Path  # the same folder imported into an existing (empty) store
 
 
-# The tests of this module share module-scoped fixtures: one pytest-xdist worker runs them all
-# (--dist loadgroup), so they are built once.
-pytestmark = pytest.mark.xdist_group("test_fresh_import")
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """300 transcripts, 36,000 messages: an import long enough to interrupt once its build has begun."""

@@ -477,11 +477,6 @@ def make_corpus(folder: Path, count: int, size: int) -> Corpus:
     return Corpus(folder / "corpus", written, folder / "clean.db", time.monotonic() - started)
 
 
-# The tests of this module share module-scoped fixtures: one pytest-xdist worker runs them all
-# (--dist loadgroup), so they are built once.
-pytestmark = pytest.mark.xdist_group("test_import")
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """300 transcripts (36,000 messages: long enough for kills to land mid-import) and their clean import."""

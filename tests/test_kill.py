@@ -88,11 +88,6 @@ def assert_no_temps(folder: Path) -> None:
     assert [n for n in listing(folder) if "hermes-tmp" in n or n.endswith("-journal")] == []
 
 
-# The tests of this module share module-scoped fixtures: one pytest-xdist worker runs them all
-# (--dist loadgroup), so they are built once.
-pytestmark = pytest.mark.xdist_group("test_kill")
-
-
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Big enough (about 6 MB) that a backup takes a while to kill into."""

@@ -19,11 +19,6 @@ CASES = [
 ]
 
 
-# The tests of this module share module-scoped fixtures: one pytest-xdist worker runs them all
-# (--dist loadgroup), so they are built once.
-pytestmark = pytest.mark.xdist_group("test_legacy_cases")
-
-
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("legacy-cases")

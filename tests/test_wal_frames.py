@@ -28,11 +28,6 @@ def _frames(wal: bytes) -> list[tuple[int, int]]:
             for at in range(32, len(wal) - size + 1, size)]
 
 
-# The tests of this module share module-scoped fixtures: one pytest-xdist worker runs them all
-# (--dist loadgroup), so they are built once.
-pytestmark = pytest.mark.xdist_group("test_wal_frames")
-
-
 @pytest.fixture(scope="module")
 def crash(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store whose -wal holds MESSAGES committed transactions, copied as a crash leaves it (the
