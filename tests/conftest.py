@@ -6,8 +6,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from hermes_state_tools import SessionDB
+
+# No wall-clock bound on an example (Hypothesis' default deadline is 200 ms): a busy machine, or the
+# suite's own workers on the other cores, exceed it with nothing wrong.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True)
@@ -16,6 +22,14 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "hermes_home"
     monkeypatch.setenv("HERMES_HOME", str(home))
     return home
+
+
+@pytest.fixture(autouse=True)
+def _tables_as_on_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No width to fit tables to unless a test sets one: pytest-xdist starts its workers with COLUMNS=80
+    and LINES=24, which a plain run (and a command on a pipe) does not have."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner, Result
-from helpers import file_digests, set_times
+from click.testing import Result
+from helpers import file_digests, invoke, set_times
 
 from hermes_state_tools import SessionDB
-from hermes_state_tools.cli import main
 from hermes_state_tools.core.schema import TRIGGERS
 
 DAY = 86_400
@@ -174,7 +173,7 @@ def counts(path: Path) -> tuple[int, int]:
 
 def cli(*args: Any, input: str | None = None) -> Result:
     """`hermes-state ARGS` in-process, stdout and stderr kept apart."""
-    return CliRunner().invoke(main, [str(a) for a in args], input=input)
+    return invoke(*args, input=input)
 
 
 def cli_json(*args: Any) -> tuple[int, dict[str, Any]]:

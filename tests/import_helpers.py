@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner, Result
+from click.testing import Result
+from helpers import invoke
 
-from hermes_state_tools.cli import main
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.store.sqldump import table_rows
 
@@ -33,7 +33,7 @@ def interruptible() -> None:
 
 def cli(*args: Any) -> Result:
     """Run `hermes-state ARGS` in-process (click's runner), stdout and stderr kept apart."""
-    return CliRunner().invoke(main, [str(a) for a in args])
+    return invoke(*args)
 
 
 def import_json(db: Path, *paths: Any, options: Iterable[str] = ()) -> tuple[int, dict[str, Any]]:

@@ -1,5 +1,5 @@
-# ruff: noqa: E501
-"""Run one legacy-format case (built by tests/legacy_cases.py) against this checkout's CLI.
+"""Run one legacy-format case (built by tests/legacy_cases.py) against this checkout's CLI (run in the
+test's own process: tests/helpers.py:hermes_state).
 
 Each case: a fresh temp folder, the case's state.db / other.db copied in (never used in place), then
 its steps in order (an import step is `import-jsonl <case>/home --tz UTC --json --no-progress`; the
@@ -11,22 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli_command() -> tuple[list[str], dict[str, str]]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT)
-    return [sys.executable, "-m", "hermes_state_tools"], env
+# `hermes-state ARGS` -> its exit code, stdout and stderr
+Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def sha(path: Path) -> str | None:
@@ -112,12 +106,12 @@ ROUND_TRIP_SQL = ("SELECT session_id, role, content, tool_calls, tool_call_id, t
                   " FROM messages ORDER BY session_id, timestamp, id")
 
 
-def check_round_trip(db: Path, work: Path, cli: list[str], env: dict[str, str], errors: list[str]) -> None:
+def check_round_trip(db: Path, work: Path, cli: Cli, errors: list[str]) -> None:
     """`export`, then `import-jsonl` of it into an empty database: every message comes back, in order."""
     dump, copy = work / "round-trip.jsonl", work / "round-trip.db"
     copy.unlink(missing_ok=True)
     for argv in (["--db", str(db), "export", "-o", str(dump)], ["--db", str(copy), "import-jsonl", str(dump)]):
-        proc = subprocess.run([*cli, *argv, "--no-progress"], capture_output=True, text=True, env=env)
+        proc = cli(*argv, "--no-progress")
         if proc.returncode != 0:
             errors.append(f"round trip: {argv[2]} exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
             return
@@ -128,7 +122,7 @@ def check_round_trip(db: Path, work: Path, cli: list[str], env: dict[str, str], 
                       + ("" if len(before) != len(after) else " (not the same rows)"))
 
 
-def run_case(case: Path, cli: list[str], env: dict[str, str], verbose: bool) -> dict:
+def run_case(case: Path, cli: Cli, verbose: bool) -> dict:
     expected = json.loads((case / "expected.json").read_text())
     result = {"case": case.name, "ok": True, "steps": []}
     with tempfile.TemporaryDirectory(prefix=f"h9-{case.name}-") as tmp:
@@ -144,7 +138,7 @@ def run_case(case: Path, cli: list[str], env: dict[str, str], verbose: bool) -> 
             errors: list[str] = []
             as_json = step.get("json", True)
             cmd = step["cmd"]
-            argv = [*cli, "--db", str(db)]
+            argv = ["--db", str(db)]
             if cmd == "import":
                 argv += ["import-jsonl", str(source), "--tz", "UTC"]
             elif cmd == "merge":
@@ -153,46 +147,40 @@ def run_case(case: Path, cli: list[str], env: dict[str, str], verbose: bool) -> 
                 argv += [cmd]
             argv += [*step.get("args", []), "--no-progress"] + (["--json"] if as_json else [])
             before = sha(db)
-            try:
-                proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-            except subprocess.TimeoutExpired:
-                errors.append("timed out")
-                proc = None
-            if proc is not None:
-                allowed = step.get("expect_exit", [0])
-                if proc.returncode not in allowed:
-                    errors.append(f"exit {proc.returncode}, want {allowed}; stderr: {proc.stderr.strip()[-300:]}")
-                report: dict = {}
-                if as_json:
-                    try:
-                        report = json.loads(proc.stdout)
-                    except ValueError:
-                        errors.append(f"stdout is not one JSON document: {proc.stdout[:200]!r}")
-                    if isinstance(report, dict):
-                        check_report(report, step.get("report", {}), errors)
-                else:
-                    for needle in step.get("stdout_contains", []):
-                        if needle not in proc.stdout:
-                            errors.append(f"human output lacks {needle!r}")
-                    limit = step.get("stdout_max_lines")
-                    if limit and len(proc.stdout.splitlines()) > limit:
-                        errors.append(f"human output has {len(proc.stdout.splitlines())} lines, want <= {limit}")
-                if step.get("db_unchanged") and sha(db) != before:
-                    errors.append("the database file changed")
-                if step.get("other_unchanged") and sha(other) != other_sha:
-                    errors.append("OTHER.db changed")
-                if step.get("sql"):
-                    check_sql(db, step["sql"], errors)
-                if step.get("round_trip"):
-                    check_round_trip(db, work, cli, env, errors)
-                if step.get("export_contains"):
-                    exp = subprocess.run([*cli, "--db", str(db), "export", "--no-progress"], capture_output=True,
-                                         text=True, env=env)
-                    for needle in step["export_contains"]:
-                        if needle not in exp.stdout:
-                            errors.append(f"export lacks {needle!r}")
-                if verbose:
-                    print(f"    $ {' '.join(argv[len(cli):])}\n    exit {proc.returncode}; stdout {proc.stdout[:400]!r}")
+            proc = cli(*argv)
+            allowed = step.get("expect_exit", [0])
+            if proc.returncode not in allowed:
+                errors.append(f"exit {proc.returncode}, want {allowed}; stderr: {proc.stderr.strip()[-300:]}")
+            report: dict = {}
+            if as_json:
+                try:
+                    report = json.loads(proc.stdout)
+                except ValueError:
+                    errors.append(f"stdout is not one JSON document: {proc.stdout[:200]!r}")
+                if isinstance(report, dict):
+                    check_report(report, step.get("report", {}), errors)
+            else:
+                for needle in step.get("stdout_contains", []):
+                    if needle not in proc.stdout:
+                        errors.append(f"human output lacks {needle!r}")
+                limit = step.get("stdout_max_lines")
+                if limit and len(proc.stdout.splitlines()) > limit:
+                    errors.append(f"human output has {len(proc.stdout.splitlines())} lines, want <= {limit}")
+            if step.get("db_unchanged") and sha(db) != before:
+                errors.append("the database file changed")
+            if step.get("other_unchanged") and sha(other) != other_sha:
+                errors.append("OTHER.db changed")
+            if step.get("sql"):
+                check_sql(db, step["sql"], errors)
+            if step.get("round_trip"):
+                check_round_trip(db, work, cli, errors)
+            if step.get("export_contains"):
+                exp = cli("--db", str(db), "export", "--no-progress")
+                for needle in step["export_contains"]:
+                    if needle not in exp.stdout:
+                        errors.append(f"export lacks {needle!r}")
+            if verbose:
+                print(f"    $ {' '.join(argv)}\n    exit {proc.returncode}; stdout {proc.stdout[:400]!r}")
             name = step.get("name", f"step {number}")
             result["steps"].append({"step": name, "ok": not errors, "errors": errors})
             result["ok"] &= not errors

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
+from tests.helpers import hermes_state
 from tests.schema_fixtures import load_fixture
 
 
@@ -152,8 +153,7 @@ def test_a_path_that_is_not_utf8_is_printed_not_crashed_on(tmp_path: Path, args:
         '{"role": "user", "content": "hello", "timestamp": "2026-03-01T10:00:00"}\n')
     db = folder / "state.db"
     if args[0] != "status":
-        subprocess.run([sys.executable, "-m", "hermes_state_tools", "--db", db, "import-jsonl", folder / "home"],
-                       check=True, capture_output=True)
+        assert hermes_state("--db", db, "import-jsonl", folder / "home").returncode == 0
     argv = [a.format(home=folder / "home", db=db, folder=folder) for a in args]
     for options in (["--json"], []):
         done = subprocess.run([sys.executable, "-m", "hermes_state_tools", "--db", db, *argv, *options],

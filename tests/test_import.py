@@ -25,6 +25,7 @@ from import_helpers import (
     connect,
     content,
     fts_in_sync,
+    import_json,
     interruptible,
     message_extras,
     messages,
@@ -480,10 +481,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
 
 
 def finish_and_compare(db: Path, corpus: Corpus, already: int) -> None:
-    """Run the import to the end: the database must be the one a single clean run makes."""
-    final = subprocess.run(import_command(db, corpus.folder), capture_output=True)
-    assert final.returncode == 0, final.stderr
-    assert json.loads(final.stdout)["sessions_created"] == len(corpus.written) - already
+    """Run the import to the end (in this process): the database must be the one a single clean run makes."""
+    code, report = import_json(db, corpus.folder)
+    assert code == 0, report
+    assert report["sessions_created"] == len(corpus.written) - already
     assert content(db) == content(corpus.clean)  # message ids included
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.legacy_case_runner import cli_command, run_case
+from tests.helpers import hermes_state
+from tests.legacy_case_runner import run_case
 from tests.legacy_cases import build_all
 
 CASES = [
@@ -30,7 +31,6 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("name", CASES)
 def test_case(cases: Path, name: str) -> None:
-    cli, env = cli_command()
-    result = run_case(cases / name, cli, env, verbose=False)
+    result = run_case(cases / name, hermes_state, verbose=False)
     errors = [f"[{step['step']}] {error}" for step in result["steps"] for error in step["errors"]]
     assert not errors, "\n".join(errors)

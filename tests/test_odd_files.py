@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from damage import build_healthy, cli, cli_json
+from helpers import hermes_state
 from page_damage import build_db, destroy_btree, listing, sha256
 from schema_fixtures import load_fixture
 
@@ -30,6 +31,9 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 def run(*args: object, user: list[str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`hermes-state ARGS` as another `user` (a real process of that uid), else in this process."""
+    if user is None:
+        return hermes_state(*args, env={"HERMES_HOME": "/nonexistent"}, cwd=cwd or Path("/"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HERMES_HOME": "/nonexistent"}
     return subprocess.run([*(user or []), sys.executable, "-m", "hermes_state_tools", *map(str, args)],
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env,
