@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_mypy_strict_is_clean(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     # mypy's incremental cache, kept between runs in pytest's cache folder: it checks again only what
     # changed, with the same result as a run from nothing (which the first run is).
-    cache = request.config.cache.mkdir("mypy") if request.config.cache is not None else tmp_path / "cache"
+    store = getattr(request.config, "cache", None)  # None: run with -p no:cacheprovider
+    cache = store.mkdir("mypy") if store is not None else tmp_path / "cache"
     done = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -34,7 +34,7 @@ from hermes_state_tools.core.connection import (
     result_code,
 )
 from hermes_state_tools.core.progress import Steps
-from hermes_state_tools.core.schema import SCHEMA_VERSION
+from hermes_state_tools.core.schema import NEWEST_KNOWN, SCHEMA_VERSION
 from hermes_state_tools.core.surrogates import printable
 from hermes_state_tools.core.times import local_time
 from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
@@ -142,10 +142,11 @@ class Settings:
         self.schema_newer = False
 
     def newer_schema_read(self, path: Path, version: int) -> None:
-        """A read command reads a file of a newer schema: one warning line, and the JSON says so."""
+        """A read command reads a file of a layout this tool does not know: one warning line, and the JSON
+        says so."""
         if not self.schema_newer:
-            say(f"warning: {path}: schema version {version} is newer than this tool knows ({SCHEMA_VERSION}); "
-                f"reading the columns of version {SCHEMA_VERSION} only, nothing is written")
+            say(f"warning: {path}: schema version {version} is a layout this tool does not know (it knows "
+                f"6 to {NEWEST_KNOWN}); reading the columns of version {SCHEMA_VERSION} only, nothing is written")
         self.schema_newer = True
 
 
