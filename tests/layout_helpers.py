@@ -8,14 +8,20 @@ from pathlib import Path
 from hermes_state_tools.core.layouts import read_layout
 
 
-def hermes_objects(path: Path) -> dict[str, str]:
-    """Every trigger, index and table of the file but the tool's own (hst_*), with its SQL."""
+def schema_entries(path: Path) -> list[tuple[str, str, str, str]]:
+    """Every sqlite_master entry of the file but the tool's own (hst_*): type, name, table and SQL."""
     conn = sqlite3.connect(path)
     try:
-        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'index', 'table') "
-                                 "AND name NOT LIKE 'hst_%' AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL"))
+        return sorted(conn.execute("SELECT type, name, tbl_name, COALESCE(sql, '') FROM sqlite_master "
+                                   "WHERE name NOT LIKE 'hst_%' AND name NOT LIKE 'sqlite_autoindex_hst%'"))
     finally:
         conn.close()
+
+
+def hermes_objects(path: Path) -> dict[str, str]:
+    """Every trigger, index and table of the file but the tool's own (hst_*) and SQLite's, with its SQL."""
+    return {name: sql for kind, name, _, sql in schema_entries(path)
+            if kind in ("trigger", "index", "table") and sql and not name.startswith("sqlite_")}
 
 
 def search_index_agrees(path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from hermes_state_tools.core.layouts import LATER_VERSIONS, layout
 from tests.import_helpers import cli, import_json, query
 from tests.layout_helpers import hermes_objects as objects
-from tests.layout_helpers import search_index_agrees
+from tests.layout_helpers import schema_entries, search_index_agrees
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "fixtures" / "legacy-home"
@@ -157,16 +157,8 @@ def test_a_new_file_of_each_layout_is_the_one_that_hermes_creates(tmp_path: Path
     version made (fixtures/hermes/vN-empty.sql), and what `import-jsonl --schema N` creates."""
     from tests.hermes_fixtures import load
 
-    def schema(path: Path) -> list[tuple[str, str, str, str]]:
-        conn = sqlite3.connect(path)
-        try:
-            return sorted(conn.execute("SELECT type, name, tbl_name, COALESCE(sql, '') FROM sqlite_master "
-                                       "WHERE name NOT LIKE 'hst_%' AND name NOT LIKE 'sqlite_autoindex_hst%'"))
-        finally:
-            conn.close()
-
     made = tmp_path / "made.db"
     result = cli("--db", made, "import-jsonl", SAMPLE, "--schema", str(version), "--no-progress")
     assert result.exit_code in (0, 1), result.stderr
-    assert schema(made) == schema(load(f"v{version}-empty", tmp_path / "hermes.db"))
+    assert schema_entries(made) == schema_entries(load(f"v{version}-empty", tmp_path / "hermes.db"))
     assert query(made, "SELECT version FROM schema_version") == [{"version": version}]
