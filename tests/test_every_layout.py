@@ -158,3 +158,41 @@ def test_prune_takes_a_parents_marked_delegate_children_from_v16(name: str, tmp_
     assert (child in json.loads(result.stdout)["session_ids"]) == gone
     assert query(db, "SELECT COUNT(*) AS n FROM sessions WHERE source = 'subagent'") == [{"n": 0 if gone else 1}]
     search_index_agrees(db)
+
+
+@pytest.mark.parametrize("name", names("populated") + names("chain"))
+def test_sessions_list_shows_only_what_that_hermes_lists(name: str, tmp_path: Path) -> None:
+    """Never a session Hermes' own picker leaves out (archived ones, and from v16 the sessions its
+    migration marked as delegated). Its picker also lists /branch children, which this list folds
+    under their root."""
+    from hermes_state_tools.views.sessions import list_page
+
+    db = load(name, tmp_path / "state.db")
+    ours = {s["id"] for s in list_page(db, limit=10_000)["sessions"]}
+    assert ours <= set(manifest()[name]["hermes_view"]["picker"])
+
+
+def test_a_count_kept_from_a_later_layout_is_recounted_where_every_row_shows(tmp_path: Path) -> None:
+    """A compacted session counts only its live rows; merged into v6, where every row is live, it counts
+    them all."""
+    from hermes_state_tools import SessionDB
+
+    other = load("v16-compacted", tmp_path / "other.db")
+    v6 = tmp_path / "v6.db"
+    SessionDB(v6).close()
+    run(v6, "merge", other)
+    assert query(v6, "SELECT id FROM sessions WHERE message_count != "
+                     "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)") == []
+    assert query(other, "SELECT COUNT(*) AS n FROM sessions WHERE message_count != "
+                        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)")[0]["n"] > 0
+
+
+def test_hermes_columns_that_are_no_object_carry_nothing(tmp_path: Path) -> None:
+    line = {"format": "hermes-state-export/1", "session": {"id": "x1", "source": "cli", "started_at": 1.0e9},
+            "extra": {"hermes_columns": "not an object"},
+            "messages": [{"role": "user", "content": "hi", "timestamp": 1.0e9 + 1, "extra": {"hermes_columns": [1]}}]}
+    exported = tmp_path / "x.jsonl"
+    exported.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    db = load("v17-empty", tmp_path / "state.db")
+    run(db, "import-jsonl", exported)
+    assert query(db, "SELECT content, active FROM messages") == [{"content": "hi", "active": 1}]

@@ -252,8 +252,13 @@ class FileLayout:
 
     def listed_sessions(self, alias: str = "s") -> str:
         """The SQL condition on sessions this layout's Hermes lists ("" where it hides none): archived
-        sessions are out of its lists."""
-        return f"{alias}.archived = 0" if self.has("sessions", "archived") else ""
+        sessions are out of its lists, and from schema 16 sessions marked as a subagent's
+        (`model_config._delegate_from`, which its v16 migration also set on small untitled tool runs)."""
+        conditions = [f"{alias}.archived = 0"] if self.has("sessions", "archived") else []
+        if self.version is not None and self.version >= 16:
+            config = f"CASE WHEN json_valid({alias}.model_config) THEN {alias}.model_config ELSE '{{}}' END"
+            conditions.append(f"json_extract({config}, '$._delegate_from') IS NULL")
+        return " AND ".join(conditions)
 
     def new_row_values(self, table: str) -> dict[str, int]:
         """The values a new row of `table` is given explicitly in this file (NEW_ROW_VALUES it has)."""

@@ -370,7 +370,8 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
     for index, _, sql in deferred:
         index.index_from(conn, writer.first_id)
         conn.execute(sql)
-    kept = later_columns.settle(conn, layout, writer.first_id, created)
+    written = [w.session_id for w in result.written if w.created and w.stored]  # not one another writer made
+    kept = later_columns.settle(conn, layout, writer.first_id, written)
     counters.recount(conn, writer.recount)
     _end_imported_at_their_last_message(conn, writer.extended)
     return _with_notices(result, kept)

@@ -52,10 +52,11 @@ def with_delegate_children(conn: sqlite3.Connection, ids: Sequence[str]) -> list
     return found
 
 
-def _delete_doomed(conn: sqlite3.Connection) -> int:
-    """Orphan the children (a file's delegate children go too), then delete messages, extra data and the
-    sessions of `_doomed`; messages deleted."""
-    _add_delegate_children(conn)
+def _delete_doomed(conn: sqlite3.Connection, cascaded: bool = False) -> int:
+    """Orphan the children (a file's delegate children go too, unless `cascaded`: added already), then
+    delete messages, extra data and the sessions of `_doomed`; messages deleted."""
+    if not cascaded:
+        _add_delegate_children(conn)
     conn.execute(
         "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM _doomed) "
         "AND id NOT IN (SELECT id FROM _doomed)"
@@ -114,10 +115,10 @@ def prune_confirmed(
     # Each id looked up by its key: a prune in many batches must not scan the sessions table in each.
     dropped = conn.execute(f"DELETE FROM _doomed WHERE NOT EXISTS (SELECT 1 FROM sessions "
                            f"WHERE sessions.id = _doomed.id AND {where})", params).rowcount
-    _add_delegate_children(conn)
+    _add_delegate_children(conn)  # (so the ids say them; _delete_doomed finds nothing more to add)
     ids = [row[0] for row in conn.execute("SELECT id FROM _doomed ORDER BY n")] if dropped or len(
         confirmed) != conn.execute("SELECT COUNT(*) FROM _doomed").fetchone()[0] else confirmed
-    return ids, _delete_doomed(conn)
+    return ids, _delete_doomed(conn, cascaded=True)
 
 
 def message_counts(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, int]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from hermes_state_tools.core.layouts import FileLayout, later_columns
 from hermes_state_tools.core.records import HERMES_COLUMNS_KEY, Problem
-from hermes_state_tools.tables import extras
+from hermes_state_tools.tables import counters, extras
 
 _KEY = f"'$.{HERMES_COLUMNS_KEY}'"
 _CARRIES = f"json_valid(data) AND json_type(data, {_KEY}) = 'object'"
@@ -39,6 +39,8 @@ def settle(conn: sqlite3.Connection, layout: FileLayout, first_id: int,
             _promote(conn, layout, "sessions", extras.SESSION_TABLE, "session_id", f"session_id IN ({marks})", ids)
         kept = _still_carried(conn, first_id, created)
     _fill_new_rows(conn, layout, first_id, created)
+    if not layout.hides_rewound:
+        _recount_where_every_row_shows(conn, created)
     if layout.later:
         _set_aside_unreadable_model_config(conn, created)
     return kept
@@ -73,12 +75,13 @@ def _still_carried(conn: sqlite3.Connection, first_id: int, created: Sequence[st
 
     for session_id, names in conn.execute(
             f"SELECT x.session_id, group_concat(j.key) FROM {extras.MESSAGE_TABLE} x, json_each(x.data, {_KEY}) j "
-            f"WHERE x.message_id >= ? AND json_valid(x.data) GROUP BY x.message_id", (first_id,)):
+            f"WHERE x.message_id >= ? AND {_CARRIES.replace('data', 'x.data')} GROUP BY x.message_id", (first_id,)):
         note(session_id, names)
     for ids in _chunks(created):
         for session_id, names in conn.execute(
                 f"SELECT x.session_id, group_concat(j.key) FROM {extras.SESSION_TABLE} x, json_each(x.data, {_KEY}) j "
-                f"WHERE x.session_id IN ({','.join('?' * len(ids))}) AND json_valid(x.data) GROUP BY x.session_id",
+                f"WHERE x.session_id IN ({','.join('?' * len(ids))}) AND {_CARRIES.replace('data', 'x.data')} "
+                "GROUP BY x.session_id",
                 ids):
             note(session_id, names)
     return {
@@ -87,6 +90,16 @@ def _still_carried(conn: sqlite3.Connection, first_id: int, created: Sequence[st
                             f"({', '.join(sorted(names))}): kept in the extra data, where export finds them")
         for session_id, (count, names) in found.items()
     }
+
+
+def _recount_where_every_row_shows(conn: sqlite3.Connection, created: Sequence[str]) -> None:
+    """A stored count kept from an export (a later Hermes counts only the rows it shows) is recounted in a
+    file that shows every row: there each imported row is live."""
+    for ids in _chunks(created):
+        short = [row[0] for row in conn.execute(
+            f"SELECT id FROM sessions WHERE id IN ({','.join('?' * len(ids))}) AND message_count != "
+            "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)", ids)]
+        counters.recount(conn, short)
 
 
 def _fill_new_rows(conn: sqlite3.Connection, layout: FileLayout, first_id: int, created: Sequence[str]) -> None:
