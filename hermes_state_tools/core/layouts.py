@@ -194,6 +194,19 @@ def _known_columns(table: str) -> frozenset[str]:
     return UNBUMPED_COLUMNS[table] | declared
 
 
+# From this schema on, Hermes marks a subagent's session with `model_config._delegate_from` (its v16
+# migration also marked small untitled tool runs `__orphaned__`), deletes it with its parent, and
+# keeps it out of its pickers.
+DELEGATES_SINCE = 16
+
+
+def delegated_from(alias: str = "") -> str:
+    """The SQL of a session's `_delegate_from` marker (`alias.` columns); model_config text that is not
+    JSON marks nothing (json_extract would fail on it for every row read)."""
+    config = f"{alias}.model_config" if alias else "model_config"
+    return f"json_extract(CASE WHEN json_valid({config}) THEN {config} ELSE '{{}}' END, '$._delegate_from')"
+
+
 @functools.cache
 def later_columns(table: str) -> frozenset[str]:
     """The columns of `table` that only a later Hermes' layout has (reasoning_content, active, ...)."""
@@ -255,9 +268,8 @@ class FileLayout:
         sessions are out of its lists, and from schema 16 sessions marked as a subagent's
         (`model_config._delegate_from`, which its v16 migration also set on small untitled tool runs)."""
         conditions = [f"{alias}.archived = 0"] if self.has("sessions", "archived") else []
-        if self.version is not None and self.version >= 16:
-            config = f"CASE WHEN json_valid({alias}.model_config) THEN {alias}.model_config ELSE '{{}}' END"
-            conditions.append(f"json_extract({config}, '$._delegate_from') IS NULL")
+        if self.version is not None and self.version >= DELEGATES_SINCE:
+            conditions.append(f"{delegated_from(alias)} IS NULL")
         return " AND ".join(conditions)
 
     def new_row_values(self, table: str) -> dict[str, int]:

@@ -8,6 +8,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+from hermes_state_tools.core.layouts import DELEGATES_SINCE, delegated_from
 from hermes_state_tools.core.schema import read_version
 from hermes_state_tools.tables import extras
 
@@ -24,17 +25,14 @@ def _fill_doomed(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
     conn.executemany("INSERT OR IGNORE INTO _doomed (id) VALUES (?)", ((i,) for i in ids))
 
 
-# A subagent session's marker (Hermes 16+); text that is not JSON marks nothing (json_extract would fail).
-_DELEGATED_FROM = ("json_extract(CASE WHEN json_valid(model_config) THEN model_config ELSE '{}' END, "
-                   "'$._delegate_from')")
-_DELEGATES_SINCE = 16
+_DELEGATED_FROM = delegated_from()
 
 
 def _add_delegate_children(conn: sqlite3.Connection) -> None:
     """Add to `_doomed` the delegate children of its sessions, and theirs, as Hermes 16+ deletes them: a
     session marked as delegated from a doomed one, or a marked child of one."""
     version = read_version(conn)
-    if version is None or version < _DELEGATES_SINCE:
+    if version is None or version < DELEGATES_SINCE:
         return
     while conn.execute(
             f"INSERT OR IGNORE INTO _doomed (id) SELECT id FROM sessions WHERE id NOT IN (SELECT id FROM _doomed) "

@@ -18,7 +18,12 @@ from hermes_state_tools.core.records import HERMES_COLUMNS_KEY, Problem
 from hermes_state_tools.tables import counters, extras
 
 _KEY = f"'$.{HERMES_COLUMNS_KEY}'"
-_CARRIES = f"json_valid(data) AND json_type(data, {_KEY}) = 'object'"
+def _carrying(data: str = "data") -> str:
+    """The SQL condition of an extra-data row (its `data` column) that carries columns' values."""
+    return f"json_valid({data}) AND json_type({data}, {_KEY}) = 'object'"
+
+
+_CARRIES = _carrying()
 _CHUNK = 500  # session ids bound per statement
 
 
@@ -75,12 +80,12 @@ def _still_carried(conn: sqlite3.Connection, first_id: int, created: Sequence[st
 
     for session_id, names in conn.execute(
             f"SELECT x.session_id, group_concat(j.key) FROM {extras.MESSAGE_TABLE} x, json_each(x.data, {_KEY}) j "
-            f"WHERE x.message_id >= ? AND {_CARRIES.replace('data', 'x.data')} GROUP BY x.message_id", (first_id,)):
+            f"WHERE x.message_id >= ? AND {_carrying('x.data')} GROUP BY x.message_id", (first_id,)):
         note(session_id, names)
     for ids in _chunks(created):
         for session_id, names in conn.execute(
                 f"SELECT x.session_id, group_concat(j.key) FROM {extras.SESSION_TABLE} x, json_each(x.data, {_KEY}) j "
-                f"WHERE x.session_id IN ({','.join('?' * len(ids))}) AND {_CARRIES.replace('data', 'x.data')} "
+                f"WHERE x.session_id IN ({','.join('?' * len(ids))}) AND {_carrying('x.data')} "
                 "GROUP BY x.session_id",
                 ids):
             note(session_id, names)
