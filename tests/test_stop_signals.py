@@ -19,6 +19,7 @@ from import_helpers import write_corpus
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli.base import stops_as_interrupts
 from hermes_state_tools.core import scratch
+from hermes_state_tools.ingest import staging
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = time.time() - 2 * scratch.STALE_AFTER_S
@@ -138,3 +139,40 @@ def test_a_signal_that_was_ignored_stays_ignored(tmp_path):
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+@pytest.mark.parametrize("open_statement", [False, True])
+def test_an_interrupt_inside_a_staged_batch_propagates_as_itself_and_the_staging_file_goes(tmp_path, open_statement):
+    # Ctrl-C can land right after BEGIN (before any rollback) or while a statement on the staging
+    # file is unfinished: either made the detach fail ("database hst_staged is locked") and that
+    # error replaced the interrupt (exit 70 instead of 1).
+    def staging_file(name: str) -> Path:
+        path = tmp_path / name
+        staged = sqlite3.connect(path)
+        staged.execute("CREATE TABLE rows (a)")
+        staged.executemany("INSERT INTO rows VALUES (?)", [(n,) for n in range(10)])
+        staged.commit()
+        staged.close()
+        return path
+
+    first = staging_file("first.db")
+    conn = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    try:
+        with pytest.raises(KeyboardInterrupt), staging.attached(conn, first):
+            conn.execute("BEGIN IMMEDIATE")
+            cursor = conn.execute(f"SELECT a FROM {staging.SCHEMA_NAME}.rows")
+            if open_statement:
+                cursor.fetchone()  # the statement stays open on the attached file
+            else:
+                cursor.fetchall()
+            raise KeyboardInterrupt
+        assert not conn.in_transaction and not first.exists()
+        attached = [name for _, name, _ in conn.execute("PRAGMA database_list")]
+        assert attached == (["main", staging.SCHEMA_NAME] if open_statement else ["main"])
+        del cursor  # the interrupted statement ends; the next batch attaches its own file
+        second = staging_file("second.db")
+        with staging.attached(conn, second):
+            assert conn.execute(f"SELECT COUNT(*) FROM {staging.SCHEMA_NAME}.rows").fetchone() == (10,)
+        assert [name for _, name, _ in conn.execute("PRAGMA database_list")] == ["main"]
+    finally:
+        conn.close()

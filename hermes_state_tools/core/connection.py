@@ -170,8 +170,8 @@ class WriteRunner:
     def _attempt(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         with self._lock:
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
             try:
+                conn.execute("BEGIN IMMEDIATE")  # inside: an interrupt right after it still rolls back
                 result = fn(conn, *args)
                 conn.execute("COMMIT")
             except BaseException:

@@ -100,11 +100,22 @@ def attached(conn: sqlite3.Connection, path: Path | None) -> Iterator[None]:
         return
     if not path.is_file():  # ATTACH would create an empty database in its place
         raise ImportReaderError(f"the import's staging file {path} is gone; {RERUN}")
+    if any(name == SCHEMA_NAME for _, name, _ in conn.execute("PRAGMA database_list")):
+        conn.execute(f"DETACH DATABASE {SCHEMA_NAME}")  # an interrupted batch's, its statement ended since
     conn.execute(f"ATTACH DATABASE ? AS {SCHEMA_NAME}", (str(path),))
     try:
         yield
-    finally:
+    except BaseException:
+        # An interrupt (Ctrl-C) can land between a statement and the rollback that follows it, or
+        # leave a statement on the staging file unfinished: the detach must not replace it.
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute(f"DETACH DATABASE {SCHEMA_NAME}")
+        raise
+    else:
         conn.execute(f"DETACH DATABASE {SCHEMA_NAME}")
+    finally:
         path.unlink(missing_ok=True)
 
 
