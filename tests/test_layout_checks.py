@@ -344,3 +344,17 @@ def test_hermes_sees_a_recovered_file_as_it_saw_its_source(tmp_path, name):
     assert cli("--db", hermes_fixtures.load(name, tmp_path), "recover", dest, "--no-progress") == 0
     view = hermes_view(entry["commit"], dest)
     assert summarize(view) == entry["hermes_view"] and set(view["integrity"].values()) == {"ok"}
+
+
+@pytest.mark.parametrize("version", (11, 17))
+@pytest.mark.parametrize("missing", ("table", "trigger"))
+def test_search_on_a_later_file_missing_its_index_advises_repair_and_repair_makes_it_searchable(tmp_path, version,
+                                                                                             missing):
+    path = build(tmp_path / "state.db", version)
+    raw(path, "DROP TABLE messages_fts" if missing == "table" else "DROP TRIGGER messages_fts_insert")
+    result = CliRunner().invoke(main, ["--db", str(path), "search", "staging"])
+    assert result.exit_code != 0 and "hermes-state repair" in result.output, result.output
+    assert "newer hermes-state-tools" not in result.output
+    assert cli("--db", path, "repair") == 0
+    assert triggers(path) == own_triggers(version) and version_row(path) == version
+    assert cli("--db", path, "search", "staging") == 0

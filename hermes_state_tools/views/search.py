@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.schema import FTS_TABLE, is_newer, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, SearchIndexMissingError
 from hermes_state_tools.search.query import answer
@@ -34,13 +35,14 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
 
 
 def _require_index(path: Path, conn: sqlite3.Connection) -> None:
-    """The FTS table this search reads, and for a v6 file its triggers (without them it drifts: repair).
-    A newer Hermes may keep its index otherwise; repair never writes its file, so it is not advised."""
+    """The FTS table this search reads, and for a file of a known layout its triggers (without them it
+    drifts: repair). A Hermes newer than every known layout may keep its index otherwise; repair never
+    writes its file, so it is not advised."""
     missing = missing_objects(conn)
     if not missing:
         return
     version = read_version(conn)
-    if not is_newer(version):
+    if not is_newer(version) or read_layout(conn).known:  # a layout repair rebuilds in its own form
         raise SearchIndexMissingError(f"{path}: the search index ({FTS_TABLE}) or its triggers are missing; "
                                       "run `hermes-state repair` to rebuild it")
     if f"table {FTS_TABLE}" in missing:
