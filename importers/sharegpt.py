@@ -60,6 +60,13 @@ def convert_conversations(
             # The first system entry is the generated tool-use prompt, not the real system prompt.
             extra["sharegpt_system_prompt"] = entry.get("value")
             continue
+        if not built and _placeholder(entry):
+            # The writer of early February 2026 (_convert_to_trajectory_format(messages, "", True))
+            # put its user_query "" where the first user message was: no message, the text is lost.
+            extra["sharegpt_first_human"] = entry
+            problems.append(where.problem("sharegpt_placeholder", "first human entry is the writer's empty "
+                                          "user_query, not a message; kept in the session's extra"))
+            continue
         records, found = _entry_records(entry, position, pairing)
         problems.extend(where.problem(kind, detail) for kind, detail in found)
         built.extend((record, more, where) for record, more in records)
@@ -70,6 +77,10 @@ def convert_conversations(
         if message is not None:
             messages.append(message)
     return messages, problems, extra
+
+
+def _placeholder(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("from") == "human" and entry.get("value") == ""
 
 
 def _entry_records(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ from hermes_state_tools.importers.timestamps import parse_timestamp
 
 SNAPSHOT_FALLBACK_SOURCE = "cli"  # snapshots, /save files and logs came from the agent, mostly the CLI
 SAVE_PREFIX = "hermes_conversation_"
+# The gateway gave its agent a mirrored delivery as `[Delivered from {mirror_source}] {content}`
+# (gateway/run.py, February-May 2026), so the agent's snapshot holds the mirror line that way.
+_DELIVERED = re.compile(r"\[Delivered from ([^\]\n]+)\] (.*)", re.S)
 
 
 def read_snapshot(
@@ -106,8 +110,21 @@ def _messages(records: list[Any], file: str, tz: tzinfo | None) -> tuple[list[Le
         message, found = normalise_message(record, Where(file, None, position), tz)
         problems.extend(found)
         if message is not None:
-            messages.append(message)
+            messages.append(_mirrored(message))
     return messages, problems
+
+
+def _mirrored(message: LegacyMessage) -> LegacyMessage:
+    """A mirror line as the transcript holds it: its text, flag and source (tagged text in extra)."""
+    if message.role != "assistant" or not isinstance(message.content, str) or "mirror" in message.extra:
+        return message
+    found = _DELIVERED.fullmatch(message.content)
+    if found is None:
+        return message
+    source = found.group(1)
+    marks = {"mirror": True, **({"mirror_source": source} if source != "another session" else {})}
+    extra = {**message.extra, **marks, "original_content": message.content}
+    return replace(message, content=found.group(2), extra=extra)
 
 
 def _session(

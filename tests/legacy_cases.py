@@ -262,6 +262,105 @@ def trailing_space_rewrite_era() -> None:
                   IMPORT_TWICE[1]]})
 
 
+def mirror_tagged_in_gateway_snapshot() -> None:
+    case = fresh("mirror_tagged_in_gateway_snapshot")
+    s1, s2 = "20260305_090000_a1b2c3d4", "20260306_090000_b2c3d4e5"
+    turn1 = [{"role": "user", "content": "Back up my notes", "timestamp": "2026-03-05T09:00:05"},
+             {"role": "assistant", "content": "I'll schedule it.", "timestamp": "2026-03-05T09:00:05"}]
+    mirror = {"role": "assistant", "content": "Backup finished: 3 files.", "timestamp": "2026-03-05T10:00:00",
+              "mirror": True, "mirror_source": "cron"}
+    turn2 = [{"role": "user", "content": "Did it work?", "timestamp": "2026-03-05T10:05:00"},
+             {"role": "assistant", "content": "Yes, 3 files were saved.", "timestamp": "2026-03-05T10:05:00"}]
+    msgs = turn1 + [mirror] + turn2
+    jsonl(case / "home/sessions" / f"{s1}.jsonl", [meta(ts="2026-03-05T09:00:00")] + msgs)
+    # gateway/run.py gave its agent the history with a mirror's text tagged "[Delivered from <source>] ";
+    # the agent's snapshot of the next turn holds it so. mirror.py wrote the row into state.db as said.
+    tagged = turn1 + [{"role": "assistant", "content": "[Delivered from cron] Backup finished: 3 files."}] + turn2
+    snapshot(case / "home/sessions" / f"session_{s1}.json", s1, tagged, platform="telegram", start="2026-03-05T09:00:00")
+    gateway_db(case / "state.db", [{"id": s1, "messages": msgs, "started": "2026-03-05T09:00:00"}])
+    # A snapshot alone (its transcript lost): the tagged line is still the mirror.
+    alone = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello!"},
+             {"role": "assistant", "content": "[Delivered from cli] Deploy done."},
+             {"role": "user", "content": "thanks"}, {"role": "assistant", "content": "You're welcome."}]
+    snapshot(case / "home/sessions" / f"session_{s2}.json", s2, alone, platform="telegram", start="2026-03-06T09:00:00")
+    extra = ("SELECT json_extract(e.data, '$.mirror_source'), json_extract(e.data, '$.original_content') FROM hst_message_extra e"
+             f" JOIN messages m ON m.id = e.message_id WHERE m.session_id = '{s2}' AND m.content = 'Deploy done.'")
+    write_expected(case, {
+        "issue": "Mirror era: the gateway agent's snapshot holds a mirror line as '[Delivered from cron] text'; "
+                 "the JSONL and state.db hold the text: one message",
+        "steps": [{**IMPORT_TWICE[0], "sql": [
+            [count(s1), 5], [count(s1, " AND content LIKE '[Delivered from%'"), 0],
+            [count(s1, " AND content = 'Backup finished: 3 files.'"), 1],
+            [count(s2), 5], [extra, [["cli", "[Delivered from cli] Deploy done."]]]]}, IMPORT_TWICE[1]]})
+
+
+def sharegpt_log_beside_jsonl() -> None:
+    case = fresh("sharegpt_log_beside_jsonl")
+    s1, s2 = "20260205_090000_c3d4e5f6", "20260206_100000_d4e5f6"
+    msgs = [{"role": "user", "content": "Summarise the file", "timestamp": "2026-02-05T09:00:05"},
+            {"role": "assistant", "content": "<REASONING_SCRATCHPAD>\nShort file.\n</REASONING_SCRATCHPAD>\n\nIt lists three folders.",
+             "timestamp": "2026-02-05T09:00:05"},
+            {"role": "user", "content": "thanks", "timestamp": "2026-02-05T09:01:00"},
+            {"role": "assistant", "content": "Any time.", "timestamp": "2026-02-05T09:01:00"}]
+    jsonl(case / "home/sessions" / f"{s1}.jsonl", msgs)  # early February: no session_meta
+    logs = case / "home/hermes-agent/logs"
+    logs.mkdir(parents=True)
+    (case / "home/hermes-agent/run_agent.py").write_text("# the installed code lives here\n")
+    system = {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"}
+
+    def log(sid: str, conversations: list) -> None:
+        # _save_session_log of early February: _convert_to_trajectory_format(messages, "", True) put its
+        # user_query "" where the first user message was, and the scratchpad inside <think> tags.
+        (logs / f"session_{sid}.json").write_text(json.dumps({
+            "session_id": sid, "model": "anthropic/claude-sonnet-4", "session_start": "2026-02-05T09:00:00",
+            "last_updated": "2026-02-05T09:01:00", "message_count": len(conversations),
+            "conversations": [system, *conversations]}, indent=2, ensure_ascii=False))
+
+    log(s1, [{"from": "human", "value": ""}, {"from": "gpt", "value": "<think>\nShort file.\n</think>\n\nIt lists three folders."},
+             {"from": "human", "value": "thanks"}, {"from": "gpt", "value": "Any time."}])
+    log(s2, [{"from": "human", "value": ""}, {"from": "gpt", "value": "Hello!"}, {"from": "human", "value": "bye"},
+             {"from": "gpt", "value": "Bye."}])
+    write_expected(case, {
+        "issue": "February 2026: the gateway agent's ShareGPT log beside the JSONL, its first human entry the writer's "
+                 "empty user_query and its scratchpad in <think> (reasoning): each message once",
+        "steps": [{**IMPORT_TWICE[0], "sql": [
+            [count(s1), 4], [count(s1, " AND content = ''"), 0], [count(s1, " AND role = 'assistant'"), 2],
+            [count(s2), 3], [count(s2, " AND content = ''"), 0]],
+            "report": {"problem": [{"kind": "sharegpt_placeholder", "file_endswith": f"session_{s2}.json"}]}},
+            IMPORT_TWICE[1]]})
+
+
+def sharegpt_compression_child() -> None:
+    case = fresh("sharegpt_compression_child_under_parent_name")
+    parent, child = "20260220_080000_e5f6a7", "20260220_093000_f6a7b8"
+    pmsgs = [{"role": "user", "content": "Refactor the parser", "timestamp": "2026-02-20T08:00:10"},
+             {"role": "assistant", "content": "Done with step 1.", "timestamp": "2026-02-20T08:05:00"},
+             {"role": "user", "content": "Now step 2", "timestamp": "2026-02-20T09:00:00"},
+             {"role": "assistant", "content": "Step 2 done.", "timestamp": "2026-02-20T09:20:00"}]
+    gateway_db(case / "state.db", [
+        {"id": parent, "source": "cli", "messages": pmsgs, "started": "2026-02-20T08:00:00",
+         "end_reason": "compression", "ended": "2026-02-20T09:30:00"},
+        {"id": child, "source": "cli", "parent": parent, "messages": [], "started": "2026-02-20T09:30:00"}])
+    logs = case / "home/hermes-agent/logs"
+    logs.mkdir(parents=True)
+    (case / "home/hermes-agent/run_agent.py").write_text("# the installed code lives here\n")
+    # February 19-21: compression gave the agent the child's id, the log file kept the parent's name;
+    # the compressor kept the first messages, then the summary and the tail.
+    (logs / f"session_{parent}.json").write_text(json.dumps({
+        "session_id": child, "model": "anthropic/claude-sonnet-4", "session_start": "2026-02-20T08:00:00",
+        "last_updated": "2026-02-20T09:40:00", "message_count": 5, "conversations": [
+            {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"},
+            {"from": "human", "value": "Refactor the parser"},
+            {"from": "gpt", "value": "<think>\n</think>\nDone with step 1."},
+            {"from": "human", "value": "[CONTEXT SUMMARY]: The user asked to refactor the parser; steps 1-2 are done."},
+            {"from": "human", "value": "Now step 3"},
+            {"from": "gpt", "value": "<think>\n</think>\nStep 3 done."}]}, indent=2, ensure_ascii=False))
+    write_expected(case, {
+        "issue": "Compression child in a ShareGPT log under the parent's name (February 2026): the child's messages",
+        "steps": [{**IMPORT_TWICE[0], "sql": [[count(parent), 4], [count(child), 5]],
+                   "report": {"problem": [{"kind": "compression_child"}]}}, IMPORT_TWICE[1]]})
+
+
 def compression_child() -> None:
     case = fresh("compression_child_under_parent_name")
     parent, child = "20260310_080000_e5f6a7", "20260310_093000_f6a7b8"
@@ -694,7 +793,8 @@ BUILDERS = (cleaned_snapshot_text, flattened_images, inflated_snapshots, compres
                   hermes_export, merge_other_db, session_meta_rows, integer_overflow, bad_file_names, report_grouping,
                   dry_run_names, western_windows_transcript,
                   doubled_replies_mirror_era, export_round_trip_of_doubled_rows,
-                  trailing_space_rewrite_era)
+                  trailing_space_rewrite_era, mirror_tagged_in_gateway_snapshot, sharegpt_log_beside_jsonl,
+                  sharegpt_compression_child)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ CASES = [
     "doubled_replies_mirror_era", "dry_run_names", "empty_model", "enrichment_messages_enriched",
     "export_round_trip_of_doubled_rows",
     "flattened_images", "hermes_agent_logs", "hermes_sessions_export", "inflated_snapshots", "integer_overflow",
-    "merge_other_db", "nested_folders", "report_grouping", "save_without_session_start",
-    "session_meta_rows_foreign_role", "trailing_space_rewrite_era", "unpaired_surrogates",
+    "merge_other_db", "mirror_tagged_in_gateway_snapshot", "nested_folders", "report_grouping",
+    "save_without_session_start", "session_meta_rows_foreign_role", "sharegpt_compression_child_under_parent_name",
+    "sharegpt_log_beside_jsonl", "trailing_space_rewrite_era", "unpaired_surrogates",
     "western_windows_transcript",
 ]
 

@@ -47,6 +47,9 @@ _KINDS = (
     ProblemKind("out_of_range", False, "a number no column can hold (wider than 64 bits); kept in the extra data"),
     ProblemKind("bad_timestamp", False, "a timestamp could not be read; the message is placed by order"),
     ProblemKind("bad_tool_call", False, "a tool call could not be parsed; kept as text"),
+    ProblemKind("sharegpt_placeholder", False, "a February 2026 ShareGPT log's first human entry is the empty "
+                "user_query its writer put in place of the first user message; kept in the session's extra, "
+                "not stored as a message"),
     ProblemKind("skipped_entry", False, "an index entry without a usable session was skipped"),
     ProblemKind("session_id_mismatch", False, "a snapshot's own session_id differs from its file name"),
     ProblemKind("compression_child", False, "a snapshot named after a session held its compression child; "

@@ -11,6 +11,8 @@ The text compared is what every copy Hermes wrote agrees on, not the text stored
 - assistant text as the snapshot writer cleaned it (`_clean_session_content`, from March
   2026: <REASONING_SCRATCHPAD> tags became <think>, newline runs touching a think tag were
   squeezed, the text stripped), whichever copy it comes from (the cleaning is idempotent);
+- assistant text without its <think> blocks: a ShareGPT log (February 2026) holds them apart, as
+  the message's reasoning, where the JSONL and state.db keep them in the text;
 - a lone UTF-16 surrogate as the U+FFFD it is stored as.
 Long texts are compared by a digest, so the keys of a big session never hold its text twice.
 """
@@ -35,6 +37,7 @@ Key = tuple[Any, ...]
 _IMAGE_PART_TYPES = {"image", "image_url", "input_image"}
 _BEFORE_THINK = re.compile(r"\n+(<think>)")
 _AFTER_THINK = re.compile(r"(</think>)\n+")
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
 _DIGEST_FROM = 64  # characters: shorter texts are their own key
 
 
@@ -71,7 +74,11 @@ def content_key(role: str, content: Any) -> str | bytes:
         content = durable_text(content)
     if not isinstance(content, str):
         return _canonical(content)
-    return _text_key(cleaned_text(content) if role == "assistant" else content)
+    if role == "assistant":
+        content = cleaned_text(content)
+        if "<think>" in content:
+            content = _THINK_BLOCK.sub("", content)
+    return _text_key(content)
 
 
 def comparable_text(role: str, content: Any) -> str | None:

@@ -93,6 +93,8 @@ def _descends_from(session_id: str, ancestor: str, parents: dict[str, str]) -> b
 
 
 _STARTED = re.compile(r"\d{8}_\d{6}")  # a Hermes session id starts with its creation time
+# The agent's snapshots, either form: the February ShareGPT logs went under the parent's name too.
+SNAPSHOT_KINDS = ("snapshot", "sharegpt")
 
 
 def _started_later(inner: str, outer: str) -> bool:
@@ -110,7 +112,7 @@ def _as_child(record: LegacySession, parents: dict[str, str],
     `_may_be_child` picked, and no link this import knows joins the two): the copy is the child's too
     when the id inside was created after the file's session, and the child is linked to it."""
     inner = record.extra.get("snapshot_session_id")
-    if record.kind != "snapshot" or not isinstance(inner, str):
+    if record.kind not in SNAPSHOT_KINDS or not isinstance(inner, str):
         return record, None
     fields = record.fields
     if not _descends_from(inner, record.session_id, parents):
@@ -130,7 +132,7 @@ def _may_be_child(record: LegacySession) -> bool:
     the whole import's parent links are known (the stored ones decided it already in `records`)."""
     inner = record.extra.get("snapshot_session_id")
     first = record.messages[0].content if record.messages else None
-    return (record.kind == "snapshot" and isinstance(inner, str) and isinstance(first, str)
+    return (record.kind in SNAPSHOT_KINDS and isinstance(inner, str) and isinstance(first, str)
             and first.lstrip().startswith("[CONTEXT SUMMARY]"))
 
 
