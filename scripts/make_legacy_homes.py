@@ -83,6 +83,7 @@ def simple_turn(question: str, answer: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": question}, {"role": "assistant", "content": answer, "finish_reason": "stop"}]
 
 
+PNG = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAE="}}
 LONG = "\n".join(f"{i:06d} drwxr-xr-x  some/long/path/segment/{i}" for i in range(6000))  # ~270 KB
 
 
@@ -153,6 +154,7 @@ class Writers:
         # (from late March) the snapshot file renamed after the child.
         self.splits = "parent_session_id=old_session_id" in sources
         self.renames_log = len(re.findall(r"session_log_file = \w+\.logs_dir / f\"session_\{\w+\.session_id\}\.json\"", sources)) > 1
+        self.flattens_images = '"[screenshot]"' in sources
         self.user_first = 'append_message(self.session_id, "user", user_message)' in sources
         self.db = None
         if (src / "hermes_state.py").exists():
@@ -240,7 +242,9 @@ class Writers:
 
         from gateway.config import GatewayConfig, Platform  # type: ignore[import-not-found]
         from gateway.session import SessionSource, SessionStore  # type: ignore[import-not-found]
-        writes_meta = '"role": "session_meta"' in (self.src / "gateway" / "run.py").read_text(encoding="utf-8")
+        run_py = (self.src / "gateway" / "run.py").read_text(encoding="utf-8")
+        writes_meta = '"role": "session_meta"' in run_py
+        agent_persists = self.db is not None and "skip_db=agent_persisted" in run_py
         store = SessionStore(self.sessions_dir, GatewayConfig())
         names = {f.name for f in fields(SessionSource)}
         wanted = {"platform": Platform.TELEGRAM, "chat_id": "4242", "chat_type": "dm", "user_id": "777",
@@ -248,8 +252,11 @@ class Writers:
         source = SessionSource(**{k: v for k, v in wanted.items() if k in names})
 
         def turn(entry: Any, history: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            agent = self.agent(entry.session_id, entry.created_at, platform="telegram")
-            self.persist(agent, agent_history(history) + [dict(m) for m in new])
+            agent = self.agent(entry.session_id, entry.created_at, platform="telegram", db=agent_persists)
+            if agent_persists:  # from March 10 the agent wrote the turn's rows, the store only the JSONL
+                self.turn(agent, agent_history(history), new)
+            else:
+                self.persist(agent, agent_history(history) + [dict(m) for m in new])
             ts = datetime.now().isoformat()  # run.py: one time for the whole turn
             if not history and writes_meta:
                 store.append_to_transcript(entry.session_id, {"role": "session_meta", "tools": TOOLS,
@@ -258,14 +265,17 @@ class Writers:
             written = []
             for m in new:
                 row = {**m, "timestamp": ts}
-                store.append_to_transcript(entry.session_id, row)
+                store.append_to_transcript(entry.session_id, row, **({"skip_db": True} if agent_persists else {}))
                 written.append(row)
             store.update_session(entry.session_key)
             return history + written
 
         entry = store.get_or_create_session(source)
         g1 = turn(entry, [], tool_turn("list my files", 1, "a.txt\nb.txt"))
-        g1 = turn(entry, g1, cjk_turn())
+        cjk = cjk_turn()
+        if agent_persists and self.flattens_images:  # May 2026: a photo beside the text
+            cjk[0] = {**cjk[0], "content": [{"type": "text", "text": cjk[0]["content"]}, PNG]}
+        g1 = turn(entry, g1, cjk)
         if (self.src / "gateway" / "mirror.py").exists():
             from gateway import mirror  # type: ignore[import-not-found]
             if mirror.mirror_to_session("telegram", "4242", "Backup finished: 3 files.", source_label="cron"):
@@ -288,7 +298,10 @@ class Writers:
         old = entry.session_id
         entry2 = store.reset_session(entry.session_key) if hasattr(store, "reset_session") else None
         if entry2 is not None and entry2.session_id != old:
-            self.expect(entry2.session_id, turn(entry2, [], simple_turn("new topic: weather?", "Sunny, 21°C.")),
+            weather = simple_turn("new topic: weather?", "Sunny, 21°C.")
+            if agent_persists and self.flattens_images:
+                weather[0] = {**weather[0], "content": [{"type": "text", "text": "new topic: weather?"}, PNG]}
+            self.expect(entry2.session_id, turn(entry2, [], weather),
                         "gateway-reset", source="telegram", user_id="777")
         else:
             self.expected["sessions"][old]["fields"]["user_id"] = "777"
@@ -383,8 +396,11 @@ def extract(git_dir: Path, commit: str, dest: Path) -> None:
 
 def normal(content: Any) -> str:
     """Text as every copy can hold it: parts joined, scratchpad = think, the snapshot's squeeze and strip."""
-    if isinstance(content, list):
-        content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if isinstance(content, str) and content.startswith("\x00json:"):  # this project's stored list of parts
+        content = json.loads(content[len("\x00json:"):])
+    if isinstance(content, list):  # as the gateway's state.db holds it: text parts, "[screenshot]" per image
+        content = "\n".join(str(p.get("text", "")) if p.get("type") == "text" else "[screenshot]"
+                            for p in content if isinstance(p, dict))
     text = str(content or "").replace("<REASONING_SCRATCHPAD>", "<think>").replace("</REASONING_SCRATCHPAD>", "</think>")
     text = re.sub(r"\n+(<think>)", r"\n\1", text)
     text = re.sub(r"(</think>)\n+", r"\1\n", text)
