@@ -262,6 +262,31 @@ def trailing_space_rewrite_era() -> None:
                   IMPORT_TWICE[1]]})
 
 
+def sharegpt_log(case: Path, name_id: str, inner_id: str, start: str, updated: str, conversations: list) -> None:
+    """A February 2026 ShareGPT log beside the install: $HERMES_HOME/hermes-agent/logs/session_<name_id>.json,
+    written with indent=2 after the generated tool-use system prompt."""
+    logs = case / "home/hermes-agent/logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (case / "home/hermes-agent/run_agent.py").write_text("# the installed code lives here\n")
+    system = {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"}
+    (logs / f"session_{name_id}.json").write_text(json.dumps({
+        "session_id": inner_id, "model": "anthropic/claude-sonnet-4", "session_start": start, "last_updated": updated,
+        "message_count": len(conversations), "conversations": [system, *conversations]}, indent=2, ensure_ascii=False))
+
+
+def compressed_parent(case: Path, parent: str, child: str, day: str) -> None:
+    """state.db after compression split a session on `day`: the parent's four rows, ended by
+    'compression', and its child, still without rows."""
+    pmsgs = [{"role": "user", "content": "Refactor the parser", "timestamp": f"{day}T08:00:10"},
+             {"role": "assistant", "content": "Done with step 1.", "timestamp": f"{day}T08:05:00"},
+             {"role": "user", "content": "Now step 2", "timestamp": f"{day}T09:00:00"},
+             {"role": "assistant", "content": "Step 2 done.", "timestamp": f"{day}T09:20:00"}]
+    gateway_db(case / "state.db", [
+        {"id": parent, "source": "cli", "messages": pmsgs, "started": f"{day}T08:00:00",
+         "end_reason": "compression", "ended": f"{day}T09:30:00"},
+        {"id": child, "source": "cli", "parent": parent, "messages": [], "started": f"{day}T09:30:00"}])
+
+
 def mirror_tagged_in_gateway_snapshot() -> None:
     case = fresh("mirror_tagged_in_gateway_snapshot")
     s1, s2 = "20260305_090000_a1b2c3d4", "20260306_090000_b2c3d4e5"
@@ -303,18 +328,11 @@ def sharegpt_log_beside_jsonl() -> None:
             {"role": "user", "content": "thanks", "timestamp": "2026-02-05T09:01:00"},
             {"role": "assistant", "content": "Any time.", "timestamp": "2026-02-05T09:01:00"}]
     jsonl(case / "home/sessions" / f"{s1}.jsonl", msgs)  # early February: no session_meta
-    logs = case / "home/hermes-agent/logs"
-    logs.mkdir(parents=True)
-    (case / "home/hermes-agent/run_agent.py").write_text("# the installed code lives here\n")
-    system = {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"}
 
     def log(sid: str, conversations: list) -> None:
         # _save_session_log of early February: _convert_to_trajectory_format(messages, "", True) put its
         # user_query "" where the first user message was, and the scratchpad inside <think> tags.
-        (logs / f"session_{sid}.json").write_text(json.dumps({
-            "session_id": sid, "model": "anthropic/claude-sonnet-4", "session_start": "2026-02-05T09:00:00",
-            "last_updated": "2026-02-05T09:01:00", "message_count": len(conversations),
-            "conversations": [system, *conversations]}, indent=2, ensure_ascii=False))
+        sharegpt_log(case, sid, sid, "2026-02-05T09:00:00", "2026-02-05T09:01:00", conversations)
 
     log(s1, [{"from": "human", "value": ""}, {"from": "gpt", "value": "<think>\nShort file.\n</think>\n\nIt lists three folders."},
              {"from": "human", "value": "thanks"}, {"from": "gpt", "value": "Any time."}])
@@ -333,28 +351,15 @@ def sharegpt_log_beside_jsonl() -> None:
 def sharegpt_compression_child() -> None:
     case = fresh("sharegpt_compression_child_under_parent_name")
     parent, child = "20260220_080000_e5f6a7", "20260220_093000_f6a7b8"
-    pmsgs = [{"role": "user", "content": "Refactor the parser", "timestamp": "2026-02-20T08:00:10"},
-             {"role": "assistant", "content": "Done with step 1.", "timestamp": "2026-02-20T08:05:00"},
-             {"role": "user", "content": "Now step 2", "timestamp": "2026-02-20T09:00:00"},
-             {"role": "assistant", "content": "Step 2 done.", "timestamp": "2026-02-20T09:20:00"}]
-    gateway_db(case / "state.db", [
-        {"id": parent, "source": "cli", "messages": pmsgs, "started": "2026-02-20T08:00:00",
-         "end_reason": "compression", "ended": "2026-02-20T09:30:00"},
-        {"id": child, "source": "cli", "parent": parent, "messages": [], "started": "2026-02-20T09:30:00"}])
-    logs = case / "home/hermes-agent/logs"
-    logs.mkdir(parents=True)
-    (case / "home/hermes-agent/run_agent.py").write_text("# the installed code lives here\n")
+    compressed_parent(case, parent, child, "2026-02-20")
     # February 19-21: compression gave the agent the child's id, the log file kept the parent's name;
     # the compressor kept the first messages, then the summary and the tail.
-    (logs / f"session_{parent}.json").write_text(json.dumps({
-        "session_id": child, "model": "anthropic/claude-sonnet-4", "session_start": "2026-02-20T08:00:00",
-        "last_updated": "2026-02-20T09:40:00", "message_count": 5, "conversations": [
-            {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"},
+    sharegpt_log(case, parent, child, "2026-02-20T08:00:00", "2026-02-20T09:40:00", [
             {"from": "human", "value": "Refactor the parser"},
             {"from": "gpt", "value": "<think>\n</think>\nDone with step 1."},
             {"from": "human", "value": "[CONTEXT SUMMARY]: The user asked to refactor the parser; steps 1-2 are done."},
             {"from": "human", "value": "Now step 3"},
-            {"from": "gpt", "value": "<think>\n</think>\nStep 3 done."}]}, indent=2, ensure_ascii=False))
+            {"from": "gpt", "value": "<think>\n</think>\nStep 3 done."}])
     write_expected(case, {
         "issue": "Compression child in a ShareGPT log under the parent's name (February 2026): the child's messages",
         "steps": [{**IMPORT_TWICE[0], "sql": [[count(parent), 4], [count(child), 5]],
@@ -364,14 +369,7 @@ def sharegpt_compression_child() -> None:
 def compression_child() -> None:
     case = fresh("compression_child_under_parent_name")
     parent, child = "20260310_080000_e5f6a7", "20260310_093000_f6a7b8"
-    pmsgs = [{"role": "user", "content": "Refactor the parser", "timestamp": "2026-03-10T08:00:10"},
-             {"role": "assistant", "content": "Done with step 1.", "timestamp": "2026-03-10T08:05:00"},
-             {"role": "user", "content": "Now step 2", "timestamp": "2026-03-10T09:00:00"},
-             {"role": "assistant", "content": "Step 2 done.", "timestamp": "2026-03-10T09:20:00"}]
-    gateway_db(case / "state.db", [
-        {"id": parent, "source": "cli", "messages": pmsgs, "started": "2026-03-10T08:00:00",
-         "end_reason": "compression", "ended": "2026-03-10T09:30:00"},
-        {"id": child, "source": "cli", "parent": parent, "messages": [], "started": "2026-03-10T09:30:00"}])
+    compressed_parent(case, parent, child, "2026-03-10")
     cmsgs = [{"role": "user", "content": "[CONTEXT SUMMARY]: The user asked to refactor the parser; steps 1-2 are done."},
              {"role": "user", "content": "Now step 3"},
              {"role": "assistant", "content": "Step 3 done."},
@@ -521,15 +519,8 @@ def save_without_session_start() -> None:
 def hermes_agent_logs() -> None:
     case = fresh("hermes_agent_logs")
     log_sid, gw_sid = "20260206_101010_1a2b3c", "20260210_090000_aabbccdd"
-    logs = case / "home/hermes-agent/logs"
-    logs.mkdir(parents=True)
-    (case / "home/hermes-agent/run_agent.py").write_text("# the installed code lives here\n")
-    (logs / f"session_{log_sid}.json").write_text(json.dumps({
-        "session_id": log_sid, "model": "anthropic/claude-sonnet-4", "session_start": "2026-02-06T10:10:10",
-        "last_updated": "2026-02-06T10:12:00", "message_count": 3, "conversations": [
-            {"from": "system", "value": "You are a function calling AI model. <tools>[]</tools>"},
-            {"from": "human", "value": "What's 2+2?"},
-            {"from": "gpt", "value": "<think>\nsimple\n</think>\n4"}]}, indent=2, ensure_ascii=False))
+    sharegpt_log(case, log_sid, log_sid, "2026-02-06T10:10:10", "2026-02-06T10:12:00", [
+        {"from": "human", "value": "What's 2+2?"}, {"from": "gpt", "value": "<think>\nsimple\n</think>\n4"}])
     jsonl(case / "home/sessions" / f"{gw_sid}.jsonl", [{"role": "user", "content": "hey", "timestamp": "2026-02-10T09:00:01"},
                                                      {"role": "assistant", "content": "hi", "timestamp": "2026-02-10T09:00:01"}])
     write_expected(case, {
