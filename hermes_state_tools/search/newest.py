@@ -227,8 +227,8 @@ def _join(where: str) -> str:
 def prefix_counts(conn: sqlite3.Connection, term: LoneTerm, filters: tuple[str, list[Any]],
                   window: int) -> tuple[Counts, dict[int, Any]] | None:
     """Counts and texts of the prefix's newest `window` matches (after filters), read from the newest
-    messages; None when it has fewer, or when finding them would read more than PREFIX_SCAN_FACTOR
-    times that many messages."""
+    messages; None unless it has more (one more match is read to know it), or when finding them would
+    read more than PREFIX_SCAN_FACTOR times that many messages."""
     where, params = filters
     sql = (f"SELECT m.id, m.content FROM messages m{_join(where)} WHERE m.id < ?{where} "
            "ORDER BY m.id DESC LIMIT ?")
@@ -243,11 +243,11 @@ def prefix_counts(conn: sqlite3.Connection, term: LoneTerm, filters: tuple[str, 
         counts.update(found)
         texts.update((rowid, text) for rowid, text in rows if rowid in found)
         read += len(rows)
-        if len(counts) >= window:
+        if len(counts) > window:
             newest = sorted(counts, reverse=True)[:window]
             return {rowid: counts[rowid] for rowid in newest}, {rowid: texts[rowid] for rowid in newest}
         # the next read from the matches so far: enough for the rest, with a margin
-        needed = (window - len(counts)) * read // max(1, len(counts)) * 5 // 4 + 1
+        needed = (window + 1 - len(counts)) * read // max(1, len(counts)) * 5 // 4 + 1
         if len(rows) < chunk or needed > PREFIX_SCAN_FACTOR * window - read:
             return None
         below, chunk = rows[-1][0], needed
