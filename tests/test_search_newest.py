@@ -107,13 +107,15 @@ def test_fts5_never_ranks_nor_merges_a_common_prefix_or_phrase(common, query, mo
     if query.endswith("*"):  # a prefix is never asked of the file's index: FTS5 would merge its lists
         assert not [s for s in statements if "messages_fts MATCH" in s]
     check_against_fts5(common, query, ("", []), 50, 5, 0)
-    # and with fewer matches than the window, FTS5 ranks them all, as before
+    # and with fewer matches than the window, every match is ranked, still not by FTS5 (bm25's idf
+    # would read every row that holds the term once more)
     monkeypatch.setattr(q, "RECENT_WINDOW", 2000)
     statements.clear()
     common.set_trace_callback(statements.append)
     assert q.answer(common, query, limit=5).ranked_among is None
     common.set_trace_callback(None)
-    assert [s for s in statements if "ORDER BY rank" in s]
+    assert not [s for s in statements if "ORDER BY rank" in s or "bm25" in s]
+    check_against_fts5(common, query, ("", []), 2000, 5, 0)
 
 
 def test_a_query_of_more_than_one_term_or_a_plain_word_is_left_to_fts5(common):
@@ -150,3 +152,80 @@ def test_search_messages_on_the_facade_ranks_a_common_prefix_among_the_newest(tm
 def test_varints_read_as_sqlite_writes_them():
     assert newest._varints(bytes([0x05, 0x81, 0x00, 0x7F])) == [5, 128, 127]
     assert newest._varints(bytes([0xFF] * 9)) == [2**64 - 1]
+
+
+def traced_answer(conn: sqlite3.Connection, query: str, limit: int = 5) -> tuple[q.Answer, list[str]]:
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        return q.answer(conn, query, limit=limit), [s for s in statements if "ORDER BY rank" in s or "bm25" in s]
+    finally:
+        conn.set_trace_callback(None)
+
+
+def test_a_phrase_whose_matches_are_all_old_is_found_and_ranked_among_all_of_them(tmp_path):
+    # 30 old messages hold the phrase (some twice, of varied lengths); 600 newer ones hold both words apart
+    old = [f"staging go {'staging go ' * (n % 3 == 0)}{'filler ' * (n % 5)}x{n}" for n in range(30)]
+    newer = [f"go to staging {n} {'filler ' * (n % 4)}" for n in range(600)]
+    conn = build(tmp_path / "state.db", old + newer)
+    try:
+        found, ranked_by_fts5 = traced_answer(conn, '"staging go"', limit=10)
+        assert not ranked_by_fts5 and found.ranked_among is None and len(found.results) == 10
+        assert max(r["id"] for r in found.results) <= 30
+        check_against_fts5(conn, '"staging go"', ("", []), q.RECENT_WINDOW, 10, 0)
+        check_against_fts5(conn, '"staging go"', q._filters(["cli"], None, None), q.RECENT_WINDOW, 10, 0)
+        with SessionDB(tmp_path / "state.db") as db:  # Hermes' search_messages finds them the same
+            assert [h["id"] for h in db.search_messages('"staging go"', limit=10)] == [r["id"] for r in found.results]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("query", ['"staging go"', "stagin*", "staging"])
+@pytest.mark.parametrize("matches", [19, 20, 21])
+def test_a_query_with_about_the_window_of_matches_ranks_its_newest_window(tmp_path, monkeypatch, matches, query):
+    # the oldest match is the best one (the phrase alone, twice): ranked only while it is among the newest 20
+    texts = ["staging go staging go"] + [f"staging go filler {n} " + "word " * (n % 6) for n in range(matches - 1)]
+    conn = build(tmp_path / "state.db", texts + [f"other words {n}" for n in range(50)])
+    monkeypatch.setattr(q, "RECENT_WINDOW", 20)
+    try:
+        found, ranked_by_fts5 = traced_answer(conn, query)
+        assert bool(ranked_by_fts5) == (query == "staging")  # a plain word is FTS5's to rank
+        assert found.ranked_among == (None if matches <= 20 else 20)  # N: more than N matches, the newest N ranked
+        assert (found.results[0]["id"] == 1) == (matches <= 20)
+        check_against_fts5(conn, query, ("", []), 20, 5, 0)
+    finally:
+        conn.close()
+
+
+def test_ties_rank_newest_first_with_fewer_matches_than_the_window_as_with_more(tmp_path, monkeypatch):
+    conn = build(tmp_path / "state.db", ["deploy staging go now"] * 12 + ["staging gone"] * 5)
+    try:
+        for window in (2000, 6):  # all 12 matches ranked; the newest 6
+            monkeypatch.setattr(q, "RECENT_WINDOW", window)
+            for query in ('"staging go"', "deplo*"):
+                assert [r["id"] for r in q.answer(conn, query, limit=4).results] == [12, 11, 10, 9], (query, window)
+    finally:
+        conn.close()
+
+
+def test_a_phrase_beside_other_terms_or_in_cjk_keeps_its_own_ranking(tmp_path, monkeypatch):
+    texts = [f"staging go {'deploy ' * (n % 2)}{'filler ' * (n % 5)}{n}" for n in range(40)]
+    conn = build(tmp_path / "state.db", texts + ["東京の天気は晴れ staging", "今日の天気"] + ["go staging"] * 40)
+    monkeypatch.setattr(q, "RECENT_WINDOW", 10)
+    try:
+        # NOT and OR: FTS5 ranks the query among its newest 10 matches, as for any query of several terms
+        for query in ('"staging go" NOT deploy', '"staging go" OR nowhere', '"staging go" deploy'):
+            found, ranked_by_fts5 = traced_answer(conn, query)
+            assert ranked_by_fts5 and found.ranked_among == 10, query
+            check_against_fts5(conn, query, ("", []), 10, 5, 0)
+        # a CJK phrase is a substring, found however old, newest first
+        assert [r["id"] for r in q.answer(conn, '"東京の天気"').results] == [41]
+        assert [r["id"] for r in q.answer(conn, '"の天気"').results] == [42, 41]
+        # and a lone phrase of words that are not ASCII is counted by FTS5's own tokenizer
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s0', 'user', ?, 9e9)",
+                     ("Café naïve déjà café naïve",))
+        conn.commit()
+        found, ranked_by_fts5 = traced_answer(conn, '"cafe naive"')
+        assert not ranked_by_fts5 and [r["id"] for r in found.results] == [83]
+    finally:
+        conn.close()

@@ -1,16 +1,16 @@
-"""A common prefix or phrase query ranked among its newest matches without FTS5's whole-index costs.
+"""A lone prefix or phrase query ranked among its newest matches without FTS5's whole-index costs.
 
 FTS5 answers a prefix (`deploy*`) by merging the lists of every word that starts with it, each time
 it is asked (the floor of the window, the ranking, bm25's statistics: seconds at a million messages),
 and bm25 counts every row that holds a phrase before it ranks one (its idf). The order a lone term
 gets from bm25 needs neither: with one phrase in the query, the idf is the same factor in every row's
 score. So for a query that is one prefix or one phrase (on a v6 index: one column, the default
-tokenizer), the newest matches are found (a phrase's by FTS5, a prefix's among the newest messages),
-and each is scored as bm25 scores it, from its instances and its length in tokens against the file's
-average. The tokens are counted here for ASCII text, which the default tokenizer splits into runs of
-letters and digits, and by FTS5 itself in a private in-memory table for any other text. The results
-are the ones FTS5 ranks first among the same newest matches (ties newest first), with FTS5's
-snippets; anything else is left to FTS5 (None).
+tokenizer), the newest matches are found (a phrase's by FTS5, all of them when it has fewer than the
+window; a prefix's among the newest messages), and each is scored as bm25 scores it, from its
+instances and its length in tokens against the file's average. The tokens are counted here for
+ASCII text, which the default tokenizer splits into runs of letters and digits, and by FTS5 itself
+in a private in-memory table for any other text. The results are the ones FTS5 ranks first among
+the same matches (ties newest first), with FTS5's snippets; anything else is left to FTS5 (None).
 """
 
 from __future__ import annotations
@@ -151,16 +151,12 @@ def _highlighted(conn: sqlite3.Connection, table: str, found: list[Any]) -> Coun
     return counts
 
 
-def texts_counts(conn: sqlite3.Connection, term: LoneTerm, ids: list[int]) -> tuple[Counts, dict[int, Any]] | None:
-    """Counts and texts of matches FTS5 found (a phrase's newest: only its idf would read them all)."""
-    rows: list[tuple[int, Any]] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start:start + _CHUNK]
-        rows += [(row[0], row[1]) for row in conn.execute(
-            f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
+def texts_counts(term: LoneTerm, rows: list[tuple[int, Any]]) -> tuple[Counts, dict[int, Any]] | None:
+    """Counts and texts of matches FTS5 found, (id, text) each: a phrase's newest, or all of them
+    (FTS5 would read every row that holds the phrase for bm25's idf, which orders nothing here)."""
     counts = _counts(term, rows)
     # every row is a match: one the count finds none in is an index that disagrees with the text
-    return None if counts is None or len(counts) != len(ids) else (counts, dict(rows))
+    return None if counts is None or len(counts) != len(rows) else (counts, dict(rows))
 
 
 def _scratch_counts(term: LoneTerm, rows: list[tuple[int, Any]]) -> Counts | None:
@@ -231,8 +227,8 @@ def _join(where: str) -> str:
 def prefix_counts(conn: sqlite3.Connection, term: LoneTerm, filters: tuple[str, list[Any]],
                   window: int) -> tuple[Counts, dict[int, Any]] | None:
     """Counts and texts of the prefix's newest `window` matches (after filters), read from the newest
-    messages; None when it has fewer, or when finding them would read more than PREFIX_SCAN_FACTOR
-    times that many messages."""
+    messages; None unless it has more (one more match is read to know it), or when finding them would
+    read more than PREFIX_SCAN_FACTOR times that many messages."""
     where, params = filters
     sql = (f"SELECT m.id, m.content FROM messages m{_join(where)} WHERE m.id < ?{where} "
            "ORDER BY m.id DESC LIMIT ?")
@@ -247,11 +243,11 @@ def prefix_counts(conn: sqlite3.Connection, term: LoneTerm, filters: tuple[str, 
         counts.update(found)
         texts.update((rowid, text) for rowid, text in rows if rowid in found)
         read += len(rows)
-        if len(counts) >= window:
+        if len(counts) > window:
             newest = sorted(counts, reverse=True)[:window]
             return {rowid: counts[rowid] for rowid in newest}, {rowid: texts[rowid] for rowid in newest}
         # the next read from the matches so far: enough for the rest, with a margin
-        needed = (window - len(counts)) * read // max(1, len(counts)) * 5 // 4 + 1
+        needed = (window + 1 - len(counts)) * read // max(1, len(counts)) * 5 // 4 + 1
         if len(rows) < chunk or needed > PREFIX_SCAN_FACTOR * window - read:
             return None
         below, chunk = rows[-1][0], needed

@@ -47,8 +47,7 @@ _SELECT = (
 # A common word matches a large share of all messages, and bm25 ranks every match: the time grows
 # with the matches (seconds at a million messages). Chat history is searched for recent things, so
 # such a query ranks only its newest RECENT_WINDOW matches (newest by rowid, the order FTS5 walks
-# its index in and can stop early); a query with fewer matches is ranked over all of them, exactly
-# as before.
+# its index in and can stop early); a query with no more matches than that is ranked over all of them.
 RECENT_WINDOW = 2000
 
 
@@ -67,17 +66,21 @@ def _newest_first(where: str) -> str:
 
 def recent_floor(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
                  window: int) -> int | None:
-    """The rowid of the `window`-th newest match (after filters); None when there are fewer matches."""
+    """The rowid of the `window`-th newest match (after filters); None unless there are more matches."""
     where, params = filters
-    row = conn.execute(_newest_first(where) + " LIMIT 1 OFFSET ?", (fts_query, *params, window - 1)).fetchone()
-    return None if row is None else int(row[0])
+    rows = conn.execute(_newest_first(where) + " LIMIT 2 OFFSET ?", (fts_query, *params, window - 1)).fetchall()
+    return int(rows[0][0]) if len(rows) == 2 else None
 
 
-def recent_matches(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
-                   window: int) -> list[int]:
-    """The rowids of the `window` newest matches (after filters), newest first."""
+def recent_texts(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
+                 window: int) -> list[tuple[int, Any]]:
+    """The `window` newest matches (after filters) and the next newest, or all of them when fewer:
+    (id, text), newest first."""
     where, params = filters
-    return [int(row[0]) for row in conn.execute(_newest_first(where) + " LIMIT ?", (fts_query, *params, window))]
+    join = " JOIN sessions s ON s.id = m.session_id" if where else ""
+    sql = (f"SELECT m.id, m.content FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid{join} "
+           f"WHERE messages_fts MATCH ?{where} ORDER BY messages_fts.rowid DESC LIMIT ?")
+    return [(row[0], row[1]) for row in conn.execute(sql, (fts_query, *params, window + 1))]
 
 
 def fts_search(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, list[Any]],
@@ -101,16 +104,18 @@ def fts_ranked(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, lis
     found = None
     if term is not None and term.prefix and (found := newest.prefix_counts(conn, term, filters, wanted)):
         floor: int | None = min(found[0])
-    elif term is not None:  # a phrase: FTS5 finds its newest matches fast
-        matches = recent_matches(conn, fts_query, filters, wanted)
-        floor = matches[-1] if len(matches) == wanted else None
-        found = newest.texts_counts(conn, term, matches) if floor is not None else None
+    elif term is not None:  # a phrase, or a rare prefix: FTS5 finds its newest matches (all when fewer),
+        # ranked here as for more: FTS5's ranking would read every row holding it again, for bm25's idf
+        matches = recent_texts(conn, fts_query, filters, wanted)
+        floor = matches[wanted - 1][0] if len(matches) > wanted else None
+        found = newest.texts_counts(term, matches[:wanted])
     else:
         floor = recent_floor(conn, fts_query, filters, wanted)
     average = newest.average_length(conn) if found else None
     if term is not None and found is not None and average is not None:
         counts, texts = found
-        return _rows_in_order(conn, term, newest.ranked(counts, texts, average, limit, offset)), wanted
+        page = newest.ranked(counts, texts, average, limit, offset)
+        return _rows_in_order(conn, term, page), None if floor is None else wanted
     if floor is not None:
         where, params = f"{where} AND messages_fts.rowid >= ?", [*params, floor]
     sql = _SELECT.format(snippet=f"snippet(messages_fts, {index.column}, {_SNIPPET_ARGS})", content="NULL") + (
