@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes_state_tools import SessionDB
-from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
+from hermes_state_tools.ingest.copies.stored import fingerprint, fingerprint_of, load_existing
 from hermes_state_tools.ingest.prepare import Prepared
 from hermes_state_tools.ingest.rows import CHUNK_TEXT, ROWS_PER_INSERT
 from hermes_state_tools.ingest.units import Unit

@@ -8,7 +8,7 @@ from typing import Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS, Row
-from hermes_state_tools.ingest.merge_copies import (
+from hermes_state_tools.ingest.copies.merge import (
     ENRICHED_COLUMNS,
     PARTS_KEY,
     Enrichment,

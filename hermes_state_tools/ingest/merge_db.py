@@ -16,7 +16,7 @@ from pathlib import Path
 from hermes_state_tools.core.records import LegacySession
 from hermes_state_tools.errors import SameDatabaseError
 from hermes_state_tools.ingest import run
-from hermes_state_tools.ingest.existing import stored_session_ids
+from hermes_state_tools.ingest.copies.stored import stored_session_ids
 from hermes_state_tools.ingest.other_db import read_session, session_ids
 from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
 from hermes_state_tools.ingest.units import ReadLog, Unit

@@ -20,12 +20,12 @@ from hermes_state_tools.core.frozen import built
 from hermes_state_tools.core.message_rows import Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import LegacySession, Problem
 from hermes_state_tools.ingest.rows import StagedRows
-from hermes_state_tools.ingest.session_row import new_row
+from hermes_state_tools.ingest.copies.session_row import new_row
 from hermes_state_tools.ingest.units import ReadLog, Unit
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.existing import Fingerprint
-    from hermes_state_tools.ingest.merge_copies import Enrichment, Existing, SessionPlan
+    from hermes_state_tools.ingest.copies.stored import Fingerprint
+    from hermes_state_tools.ingest.copies.merge import Enrichment, Existing, SessionPlan
 
 # One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
 # that a concurrent Hermes writer waits a fraction of a second at most (big tool outputs count
@@ -115,8 +115,8 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         return plain_plan(unit)
     # The careful path's modules load on its first use: the reader process, which plans plain
     # transcripts alone in a first import, starts without them.
-    from hermes_state_tools.ingest.existing import fingerprint_of, load_existing, texts_wanted
-    from hermes_state_tools.ingest.merge_copies import plan_session
+    from hermes_state_tools.ingest.copies.stored import fingerprint_of, load_existing, texts_wanted
+    from hermes_state_tools.ingest.copies.merge import plan_session
 
     if pretend is not None:
         existing: Existing | None = pretend

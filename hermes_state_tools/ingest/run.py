@@ -19,9 +19,9 @@ from hermes_state_tools.errors import DestinationExistsError, LayoutMismatchErro
 from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import Find
 from hermes_state_tools.ingest.dry_run import as_written, with_stored_texts
-from hermes_state_tools.ingest.existing import load_existing, texts_wanted
+from hermes_state_tools.ingest.copies.stored import load_existing, texts_wanted
 from hermes_state_tools.ingest.launch import AskedReader, ReaderProcess, start_reader, stop_reader
-from hermes_state_tools.ingest.merge_copies import Existing
+from hermes_state_tools.ingest.copies.merge import Existing
 from hermes_state_tools.ingest.prepare import Batch, Prepared, left_out, prepare
 from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links

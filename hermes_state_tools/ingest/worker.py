@@ -31,7 +31,7 @@ def prepared_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzin
     conn = None
     if db_path is not None:
         # Loaded here: a reader process planning against no database (a first import) starts without them.
-        from hermes_state_tools.ingest.existing import stored_session_ids
+        from hermes_state_tools.ingest.copies.stored import stored_session_ids
         from hermes_state_tools.store.opening import open_read_connection
 
         conn = open_read_connection(db_path)  # the opener's read-only look: no -wal/-shm left beside it
