@@ -21,12 +21,12 @@ from hermes_state_tools.errors import ImportReaderError, NotAHermesDatabaseError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest import import_paths, run
 from hermes_state_tools.ingest.channel import READ_AHEAD
-from hermes_state_tools.ingest.prepare import BATCH_MESSAGES, FIRST_BATCH_SHARE
-from hermes_state_tools.ingest.rows import StagedRows
+from hermes_state_tools.ingest.planning.batches import BATCH_MESSAGES, FIRST_BATCH_SHARE, prepared_batches
+from hermes_state_tools.ingest.planning.prepared import StagedRows
+from hermes_state_tools.ingest.planning.units import ReadLog
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
 from hermes_state_tools.ingest.staging import attached, stage_batch
-from hermes_state_tools.ingest.units import ReadLog
-from hermes_state_tools.ingest.worker import prepared_batches, remote_batches
+from hermes_state_tools.ingest.worker import remote_batches
 
 
 def _corpus(folder: Path, sessions: int) -> None:
@@ -340,8 +340,9 @@ def test_the_reader_collects_cycles_itself_with_the_collector_off(tmp_path, monk
     import pickle
     import threading
 
-    from hermes_state_tools.ingest import prepare, reader_child
+    from hermes_state_tools.ingest import reader_child
     from hermes_state_tools.ingest.channel import ACK, Read, receive
+    from hermes_state_tools.ingest.planning import batches as prepare
 
     _corpus(tmp_path / "sessions", 2 * reader_child.COLLECT_EVERY + 4)
     monkeypatch.setattr(prepare, "BATCH_SESSIONS", 1)  # a batch a session

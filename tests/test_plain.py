@@ -1,4 +1,4 @@
-"""The fast path for plain transcripts (importers/jsonl.py:read_plain, ingest/prepare.py:plain_plan, the
+"""The fast path for plain transcripts (importers/jsonl.py:read_plain, ingest/planning/prepared.py:plain_plan, the
 writer's runs of plain creates) changes nothing: for every file it takes, the plan equals the careful
 reader's; a file the careful reader has anything to say about is never taken; whole imports through
 the CLI give the same rows and report either way. More examples: pytest -m soak tests/test_plain.py."""
@@ -23,10 +23,12 @@ from plain_corpus import BREAKERS, DrawPick, any_transcript, seeded_corpus, tran
 from hermes_state_tools import SessionDB
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.importers.jsonl import read_plain
-from hermes_state_tools.ingest import import_paths, run, units, writer
-from hermes_state_tools.ingest.prepare import Batch, Prepared, StagedCreates, prepare
+from hermes_state_tools.ingest import import_paths, run, writer
+from hermes_state_tools.ingest.planning import units
+from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates
+from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.staging import insert_staged_sessions, stage_batch
-from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
 from hermes_state_tools.ingest.writer import _insert_sessions as insert_sessions
 
 SID = "20260301_100000_abcdef01"

@@ -360,8 +360,8 @@ def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_
     text, and its extra data gets no masked_text (nothing was replaced)."""
     import sqlite3
 
-    from hermes_state_tools.ingest.prepare import prepare
-    from hermes_state_tools.ingest.units import Unit
+    from hermes_state_tools.ingest.planning.prepared import prepare
+    from hermes_state_tools.ingest.planning.units import Unit
     from hermes_state_tools.ingest.writer import write_batch
 
     db = stored_db(tmp_path / "state.db", MASKED)

@@ -18,8 +18,9 @@ from hermes_state_tools.errors import SameDatabaseError
 from hermes_state_tools.ingest import run
 from hermes_state_tools.ingest.copies.stored import stored_session_ids
 from hermes_state_tools.ingest.other_db import read_session, session_ids
-from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
-from hermes_state_tools.ingest.units import ReadLog, Unit
+from hermes_state_tools.ingest.planning.batches import Batch, batches
+from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit
 from hermes_state_tools.ingest.writer import restore_parent_links
 from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly, require_database_file
 

@@ -27,10 +27,9 @@ from hermes_state_tools.core import scratch
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import READ_AHEAD, Find, Read, send
-from hermes_state_tools.ingest.prepare import Batch, StagedCreates
+from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates, prepared_batches
+from hermes_state_tools.ingest.planning.units import ReadLog
 from hermes_state_tools.ingest.staging import stage_batch
-from hermes_state_tools.ingest.units import ReadLog
-from hermes_state_tools.ingest.worker import prepared_batches
 
 # The reader allocates some 10^5 rows a batch, and the cyclic collector, started by those
 # allocations, walks them again and again to free next to nothing (a few hundred objects in a run

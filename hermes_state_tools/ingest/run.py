@@ -18,14 +18,15 @@ from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer
 from hermes_state_tools.errors import DestinationExistsError, LayoutMismatchError, NotAHermesDatabaseError
 from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import Find
-from hermes_state_tools.ingest.dry_run import as_written, with_stored_texts
+from hermes_state_tools.ingest.copies.merge import Existing
 from hermes_state_tools.ingest.copies.stored import load_existing, texts_wanted
 from hermes_state_tools.ingest.launch import AskedReader, ReaderProcess, start_reader, stop_reader
-from hermes_state_tools.ingest.copies.merge import Existing
-from hermes_state_tools.ingest.prepare import Batch, Prepared, left_out, prepare
+from hermes_state_tools.ingest.planning.batches import Batch, local_batches
+from hermes_state_tools.ingest.planning.dry_run import as_written, with_stored_texts
+from hermes_state_tools.ingest.planning.prepared import Prepared, left_out, prepare
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader, parent_links
 from hermes_state_tools.ingest.staging import attached
-from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.worker import found_by, local_batches, remote_batches
+from hermes_state_tools.ingest.worker import found_by, remote_batches
 from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, retimed_notice, write_batch
 from hermes_state_tools.store.backup import changing_schema
 from hermes_state_tools.store.files import remove_stale_temps

@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import os
 import shutil
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from datetime import tzinfo
 from pathlib import Path
 
@@ -20,35 +20,9 @@ from hermes_state_tools.core.records import Problem
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.channel import ACK, BrokenChannel, Read, receive
 from hermes_state_tools.ingest.launch import ReaderProcess, ask, start_reader, stop_reader
-from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, planned
+from hermes_state_tools.ingest.planning.batches import Batch, local_batches
+from hermes_state_tools.ingest.planning.units import ReadLog
 from hermes_state_tools.ingest.staging import RERUN
-from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
-
-
-def prepared_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
-                     log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
-    """Units read from `files`, planned against the database as it is (None: no database yet)."""
-    conn = None
-    if db_path is not None:
-        # Loaded here: a reader process planning against no database (a first import) starts without them.
-        from hermes_state_tools.ingest.copies.stored import stored_session_ids
-        from hermes_state_tools.store.opening import open_read_connection
-
-        conn = open_read_connection(db_path)  # the opener's read-only look: no -wal/-shm left beside it
-    try:
-        known = stored_session_ids(conn) if conn is not None else set()
-        reader = UnitReader(files, tz, source, log, parent_links(conn), stored=known)
-        yield from batches(planned(conn, reader.units(), log, known))
-    finally:
-        if conn is not None:
-            conn.close()
-
-
-def local_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
-                  log: ReadLog) -> Generator[Batch, None, None]:
-    """Batches read and planned in this process (small imports: a second one costs more to start)."""
-    for items in prepared_batches(db_path, files, tz, source, log):
-        yield Batch(items)
 
 
 def _reader_failed(child: ReaderProcess, why: str) -> ImportReaderError:
@@ -82,7 +56,7 @@ def found_by(child: ReaderProcess) -> tuple[list[str], list[Problem], bool] | No
 def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                    log: ReadLog, child: ReaderProcess | None = None,
                    ahead: bool = False) -> Generator[Batch, None, None]:
-    """`prepared_batches` computed in a reader process (reader_child.py).
+    """`planning/batches.py:prepared_batches` computed in a reader process (reader_child.py).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a

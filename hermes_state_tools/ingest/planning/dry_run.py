@@ -15,8 +15,7 @@ from hermes_state_tools.ingest.copies.merge import (
     Existing,
     ExistingMessage,
 )
-from hermes_state_tools.ingest.prepare import Prepared
-from hermes_state_tools.ingest.rows import StagedRows
+from hermes_state_tools.ingest.planning.prepared import Prepared, StagedRows
 
 
 def as_written(item: Prepared, before: Existing | None) -> Existing:
