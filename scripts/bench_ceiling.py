@@ -25,7 +25,7 @@ from hermes_state_tools.ingest.planning import batches
 from hermes_state_tools.ingest.planning.batches import Batch
 from hermes_state_tools.ingest.planning.prepared import Prepared
 from hermes_state_tools.ingest.planning.units import ReadLog
-from hermes_state_tools.ingest.staging import stage_batch
+from hermes_state_tools.ingest.writing.staging import stage_batch
 
 
 def start_seconds() -> float:

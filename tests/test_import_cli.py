@@ -351,7 +351,7 @@ def test_a_dry_run_names_its_sessions_and_the_upgrade_it_would_make(tmp_path):
 
 def test_a_dry_run_lists_each_session_once():
     from hermes_state_tools.ingest.run import ImportStats
-    from hermes_state_tools.ingest.writer import Written
+    from hermes_state_tools.ingest.writing.writer import Written
 
     stats = ImportStats(dry_run=True)
     for written in (Written("a", True, False, 1, 0, ()), Written("a", False, True, 1, 0, ()),

@@ -25,8 +25,8 @@ from hermes_state_tools.ingest.planning.batches import BATCH_MESSAGES, FIRST_BAT
 from hermes_state_tools.ingest.planning.prepared import StagedRows
 from hermes_state_tools.ingest.planning.units import ReadLog
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
-from hermes_state_tools.ingest.staging import attached, stage_batch
 from hermes_state_tools.ingest.worker import remote_batches
+from hermes_state_tools.ingest.writing.staging import attached, stage_batch
 
 
 def _corpus(folder: Path, sessions: int) -> None:

@@ -23,13 +23,14 @@ from plain_corpus import BREAKERS, DrawPick, any_transcript, seeded_corpus, tran
 from hermes_state_tools import SessionDB
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.importers.jsonl import read_plain
-from hermes_state_tools.ingest import import_paths, run, writer
+from hermes_state_tools.ingest import import_paths, run
 from hermes_state_tools.ingest.planning import units
 from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates
 from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
 from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader
-from hermes_state_tools.ingest.staging import insert_staged_sessions, stage_batch
-from hermes_state_tools.ingest.writer import _insert_sessions as insert_sessions
+from hermes_state_tools.ingest.writing import writer
+from hermes_state_tools.ingest.writing.staging import insert_staged_sessions, stage_batch
+from hermes_state_tools.ingest.writing.writer import _insert_sessions as insert_sessions
 
 SID = "20260301_100000_abcdef01"
 TZS: list[tzinfo | None] = [None, ZoneInfo("Asia/Tokyo"), ZoneInfo("America/New_York"), timezone.utc]

@@ -362,7 +362,7 @@ def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_
 
     from hermes_state_tools.ingest.planning.prepared import prepare
     from hermes_state_tools.ingest.planning.units import Unit
-    from hermes_state_tools.ingest.writer import write_batch
+    from hermes_state_tools.ingest.writing.writer import write_batch
 
     db = stored_db(tmp_path / "state.db", MASKED)
     conn = sqlite3.connect(db, isolation_level=None)

@@ -21,7 +21,7 @@ from hermes_state_tools.ingest.other_db import read_session, session_ids
 from hermes_state_tools.ingest.planning.batches import Batch, batches
 from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
 from hermes_state_tools.ingest.planning.units import ReadLog, Unit
-from hermes_state_tools.ingest.writer import restore_parent_links
+from hermes_state_tools.ingest.writing.writer import restore_parent_links
 from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly, require_database_file
 
 

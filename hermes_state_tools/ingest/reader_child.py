@@ -29,7 +29,7 @@ from hermes_state_tools.importers.discover import discover_names
 from hermes_state_tools.ingest.channel import READ_AHEAD, Find, Read, send
 from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates, prepared_batches
 from hermes_state_tools.ingest.planning.units import ReadLog
-from hermes_state_tools.ingest.staging import stage_batch
+from hermes_state_tools.ingest.writing.staging import stage_batch
 
 # The reader allocates some 10^5 rows a batch, and the cyclic collector, started by those
 # allocations, walks them again and again to free next to nothing (a few hundred objects in a run

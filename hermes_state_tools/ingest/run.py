@@ -25,9 +25,15 @@ from hermes_state_tools.ingest.planning.batches import Batch, local_batches
 from hermes_state_tools.ingest.planning.dry_run import as_written, with_stored_texts
 from hermes_state_tools.ingest.planning.prepared import Prepared, left_out, prepare
 from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.staging import attached
 from hermes_state_tools.ingest.worker import found_by, remote_batches
-from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, retimed_notice, write_batch
+from hermes_state_tools.ingest.writing.staging import attached
+from hermes_state_tools.ingest.writing.writer import (
+    BatchResult,
+    Written,
+    restore_parent_links,
+    retimed_notice,
+    write_batch,
+)
 from hermes_state_tools.store.backup import changing_schema
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store

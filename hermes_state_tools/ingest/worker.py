@@ -22,7 +22,7 @@ from hermes_state_tools.ingest.channel import ACK, BrokenChannel, Read, receive
 from hermes_state_tools.ingest.launch import ReaderProcess, ask, start_reader, stop_reader
 from hermes_state_tools.ingest.planning.batches import Batch, local_batches
 from hermes_state_tools.ingest.planning.units import ReadLog
-from hermes_state_tools.ingest.staging import RERUN
+from hermes_state_tools.ingest.writing.staging import RERUN
 
 
 def _reader_failed(child: ReaderProcess, why: str) -> ImportReaderError:

@@ -1,7 +1,7 @@
 """Plan one session's import: merge every copy of it into what the database already holds.
 
 Pure functions: the database state comes in as plain data (the existing row and its
-messages), the plan goes out; writer.py turns plans into SQL.
+messages), the plan goes out; writing/writer.py turns plans into SQL.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class Prepared:
     create: bool
     row: dict[str, Any]  # never changed once made (the writer works on a copy)
     session_extra: dict[str, Any]  # likewise
-    rows: tuple[Row, ...] | StagedRows  # messages rows in column order (see core/message_rows.py), or where they were staged
+    rows: tuple[Row, ...] | StagedRows  # messages rows (core/message_rows.py), or where they were staged
     message_extras: tuple[tuple[int, dict[str, Any]], ...]  # (index into rows, extra data)
     tool_calls: int | None  # None: count in SQL after writing (see _tool_call_count)
     duplicates: int
@@ -74,7 +74,7 @@ class Prepared:
     @property
     def plain_create(self) -> bool:
         """A new session with nothing to write but its row, its extra data and its messages (nearly
-        every session of a first import): written in runs, not one by one (writer.py)."""
+        every session of a first import): written in runs, not one by one (writing/writer.py)."""
         return (self.create and self.tool_calls is not None and not self.row.get("title")
                 and self.row.get("parent_session_id") is None
                 and not (self.message_extras or self.retimed or self.enrich or self.foreign_ids))

@@ -20,7 +20,7 @@ from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS
 from hermes_state_tools.core.schema import SESSION_FIELDS, SESSIONS_COLUMNS
 from hermes_state_tools.errors import ImportReaderError
 from hermes_state_tools.ingest.planning.prepared import StagedRows
-from hermes_state_tools.ingest.rows import insert_rows, session_values
+from hermes_state_tools.ingest.writing.rows import insert_rows, session_values
 from hermes_state_tools.tables import extras
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from hermes_state_tools.ingest.copies.merge import MASKED_KEY
 from hermes_state_tools.ingest.copies.session_row import IMPORTED_END_REASON
 from hermes_state_tools.ingest.copies.stored import fingerprint
 from hermes_state_tools.ingest.planning.prepared import StagedRows
-from hermes_state_tools.ingest.rows import insert_rows, session_values
-from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
+from hermes_state_tools.ingest.writing.rows import insert_rows, session_values
+from hermes_state_tools.ingest.writing.staging import insert_staged, insert_staged_sessions
 from hermes_state_tools.tables import counters, extras, foreign_rows, later_columns, lineage, titles
 
 if TYPE_CHECKING:
