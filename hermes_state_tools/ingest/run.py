@@ -17,15 +17,15 @@ from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer
 from hermes_state_tools.errors import DestinationExistsError, LayoutMismatchError, NotAHermesDatabaseError
 from hermes_state_tools.importers.discover import discover_names
-from hermes_state_tools.ingest.channel import Find
 from hermes_state_tools.ingest.copies.merge import Existing
 from hermes_state_tools.ingest.copies.stored import load_existing, texts_wanted
-from hermes_state_tools.ingest.launch import AskedReader, ReaderProcess, start_reader, stop_reader
 from hermes_state_tools.ingest.planning.batches import Batch, local_batches
 from hermes_state_tools.ingest.planning.dry_run import as_written, with_stored_texts
 from hermes_state_tools.ingest.planning.prepared import Prepared, left_out, prepare
 from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.worker import found_by, remote_batches
+from hermes_state_tools.ingest.reader.channel import Find
+from hermes_state_tools.ingest.reader.launch import AskedReader, ReaderProcess, start_reader, stop_reader
+from hermes_state_tools.ingest.reader.remote import found_by, remote_batches
 from hermes_state_tools.ingest.writing.staging import attached
 from hermes_state_tools.ingest.writing.writer import (
     BatchResult,
@@ -339,7 +339,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty).
 
     `reader`: a reader process the caller started beforehand with the same arguments
-    (ingest/launch.py:finding_reader), so its interpreter started and it found the files (and, for a
+    (ingest/reader/launch.py:finding_reader), so its interpreter started and it found the files (and, for a
     new file, read them) while the import's modules loaded; taken if the import reads in a reader
     process, stopped if not."""
     stats, log = ImportStats(dry_run=dry_run), ReadLog()

@@ -1,5 +1,6 @@
-"""Where batches come from: read and planned in this process, or in a reader process (reader_child.py)
-so parsing, planning and staging rows run on one core while SQLite writes on the other.
+"""Batches read in the reader process (process.py), as the importing process receives them: it asks the
+reader (launch.ask), takes each batch from the pipe and acknowledges it once committed, so parsing,
+planning and staging rows run on one core while SQLite writes on the other.
 
 A thread cannot do this: the writer's `executemany` drops and retakes the GIL for every row,
 and a busy parsing thread makes each retake wait. The reader sends prepared batches down its
@@ -18,10 +19,10 @@ from pathlib import Path
 
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest.channel import ACK, BrokenChannel, Read, receive
-from hermes_state_tools.ingest.launch import ReaderProcess, ask, start_reader, stop_reader
 from hermes_state_tools.ingest.planning.batches import Batch, local_batches
 from hermes_state_tools.ingest.planning.units import ReadLog
+from hermes_state_tools.ingest.reader.channel import ACK, BrokenChannel, Read, receive
+from hermes_state_tools.ingest.reader.launch import ReaderProcess, ask, start_reader, stop_reader
 from hermes_state_tools.ingest.writing.staging import RERUN
 
 
@@ -56,7 +57,7 @@ def found_by(child: ReaderProcess) -> tuple[list[str], list[Problem], bool] | No
 def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                    log: ReadLog, child: ReaderProcess | None = None,
                    ahead: bool = False) -> Generator[Batch, None, None]:
-    """`planning/batches.py:prepared_batches` computed in a reader process (reader_child.py).
+    """`planning/batches.py:prepared_batches` computed in a reader process (process.py).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a
