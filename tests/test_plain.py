@@ -28,6 +28,7 @@ from hermes_state_tools.ingest.planning import units
 from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates
 from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
 from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader
+from hermes_state_tools.ingest.stats import ImportTally
 from hermes_state_tools.ingest.writing import writer
 from hermes_state_tools.ingest.writing.staging import insert_staged_sessions, stage_batch
 from hermes_state_tools.ingest.writing.writer import _insert_sessions as insert_sessions
@@ -357,9 +358,9 @@ def _batch(tmp_path: Path, items: tuple[Prepared, ...], staged: bool | str) -> B
 
 def _write(db: SessionDB, batch: Batch) -> dict[str, Any]:
     """Write one batch as an import does (stale sessions planned again and written after)."""
-    stats = run.ImportStats()
+    stats = ImportTally()
     run._write_one(db, batch, stats, run._replanner(None, None), [])
-    return stats.as_dict()
+    return stats.report().as_dict()
 
 
 def _messages_by_session(db: Path) -> dict[str, list[tuple[Any, ...]]]:

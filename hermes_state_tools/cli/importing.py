@@ -31,7 +31,7 @@ from hermes_state_tools.store.files import remove_stale_temps, require_replaceab
 from hermes_state_tools.views.export import FORMATS, export_file
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.run import ImportStats
+    from hermes_state_tools.ingest.stats import ImportStats
 
 
 def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:

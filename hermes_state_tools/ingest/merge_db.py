@@ -21,6 +21,7 @@ from hermes_state_tools.ingest.other_db import read_session, session_ids
 from hermes_state_tools.ingest.planning.batches import Batch, batches
 from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
 from hermes_state_tools.ingest.planning.units import ReadLog, Unit
+from hermes_state_tools.ingest.stats import ImportStats, ImportTally
 from hermes_state_tools.ingest.writing.writer import restore_parent_links
 from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly, require_database_file
 
@@ -85,7 +86,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
-                   progress: run.Progress | None = None, create: bool = True) -> run.ImportStats:
+                   progress: run.Progress | None = None, create: bool = True) -> ImportStats:
     """Merge every session of the database at `other_path` into the store at `db_path` (created if
     missing, unless `create` is False: then a missing or empty file is NotAHermesDatabaseError, as the
     CLI's contract has it for every command but import-jsonl)."""
@@ -93,7 +94,7 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
         require_database_file(db_path)
     if _same_file(db_path, other_path):
         raise SameDatabaseError(f"{other_path} is the database being merged into")
-    stats, log = run.ImportStats(dry_run=dry_run), ReadLog()
+    stats, log = ImportTally(dry_run=dry_run), ReadLog()
     other = open_readonly(other_path, stable=True)
     file = str(other_path)
     try:
@@ -112,5 +113,5 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
         other.close()
     stats.problems = log.problems + stats.problems
     stats.files_read = 1
-    return stats
+    return stats.report()
 
