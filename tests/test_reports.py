@@ -9,12 +9,36 @@ from pathlib import Path
 import pytest
 from import_helpers import import_json, write_jsonl
 
+from hermes_state_tools.archive.push import PushReport
+from hermes_state_tools.archive.search import ArchiveSearchReport
+from hermes_state_tools.archive.status import ArchiveStatus
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.ingest import ImportStats, import_paths
 from hermes_state_tools.ingest.merge_db import merge_database
+from hermes_state_tools.maintenance.checks import CheckReport
+from hermes_state_tools.maintenance.maintain import MaintainReport
+from hermes_state_tools.maintenance.prune import PruneReport
+from hermes_state_tools.maintenance.rebuild_fts import RebuildReport
+from hermes_state_tools.maintenance.repair import RepairReport
+from hermes_state_tools.maintenance.upgrade_file import UpgradeFileReport
+from hermes_state_tools.maintenance.vacuum import VacuumReport
+from hermes_state_tools.store.backup import BackupReport
+from hermes_state_tools.store.restore import RestoreReport
+from hermes_state_tools.views.status import StatusReport
 
 LINES = [{"role": "user", "content": "hello there", "timestamp": 1772359200.0},
          {"role": "assistant", "content": "hi", "timestamp": 1772359201.0}]
+
+# What each command's library function returns (status, import-jsonl and merge, check, repair, maintain,
+# prune, rebuild-fts, upgrade, vacuum, backup, restore, archive push, search and status).
+REPORTS = [StatusReport, ImportStats, CheckReport, RepairReport, MaintainReport, PruneReport, RebuildReport,
+           UpgradeFileReport, VacuumReport, BackupReport, RestoreReport, PushReport, ArchiveSearchReport, ArchiveStatus]
+
+
+@pytest.mark.parametrize("report", REPORTS, ids=lambda cls: cls.__name__)
+def test_every_command_report_is_a_frozen_report(report: type) -> None:
+    assert issubclass(report, Report) and dataclasses.is_dataclass(report)
+    assert report.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
