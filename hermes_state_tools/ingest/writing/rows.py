@@ -1,4 +1,4 @@
-"""Rows as the import carries them: in memory, or staged in a side file by the reader process.
+"""Inserting the import's messages rows (into the store, or into a staging file), and a session's columns as stored.
 
 A row is core/message_rows.py's: short (7 columns) or whole (12). Rows go in by runs of one
 size, in their order: ids follow that order.
