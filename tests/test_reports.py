@@ -19,6 +19,7 @@ from hermes_state_tools.maintenance.checks import CheckReport
 from hermes_state_tools.maintenance.maintain import MaintainReport
 from hermes_state_tools.maintenance.prune import PruneReport
 from hermes_state_tools.maintenance.rebuild_fts import RebuildReport
+from hermes_state_tools.maintenance.recover import RecoverReport
 from hermes_state_tools.maintenance.repair import RepairReport
 from hermes_state_tools.maintenance.upgrade_file import UpgradeFileReport
 from hermes_state_tools.maintenance.vacuum import VacuumReport
@@ -30,9 +31,10 @@ LINES = [{"role": "user", "content": "hello there", "timestamp": 1772359200.0},
          {"role": "assistant", "content": "hi", "timestamp": 1772359201.0}]
 
 # What each command's library function returns (status, import-jsonl and merge, check, repair, maintain,
-# prune, rebuild-fts, upgrade, vacuum, backup, restore, archive push, search and status).
+# prune, rebuild-fts, upgrade, vacuum, backup, restore, recover, archive push, search and status).
 REPORTS = [StatusReport, ImportStats, CheckReport, RepairReport, MaintainReport, PruneReport, RebuildReport,
-           UpgradeFileReport, VacuumReport, BackupReport, RestoreReport, PushReport, ArchiveSearchReport, ArchiveStatus]
+           UpgradeFileReport, VacuumReport, BackupReport, RestoreReport, RecoverReport, PushReport, ArchiveSearchReport,
+           ArchiveStatus]
 
 
 @pytest.mark.parametrize("report", REPORTS, ids=lambda cls: cls.__name__)
