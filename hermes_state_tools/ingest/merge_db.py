@@ -106,7 +106,7 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
             run.plan_without_writing(db_path, stats, lambda _conn: _units(other, file, log))
         else:
             with run.open_target(db_path, stats, proven, "merge") as db:
-                parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
+                parked = run.write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
                                         _replanner(other, file), progress)
                 log.problems += db.handle.runner.run(lambda conn: restore_parent_links(conn, parked))
     finally:

@@ -75,7 +75,7 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Replan:
     return replan
 
 
-def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportTally, log: ReadLog,
+def write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportTally, log: ReadLog,
                replan: Replan, progress: Progress | None) -> list[str]:
     """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
@@ -237,7 +237,7 @@ def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: Impo
         batches = remote_batches(plan_against, job.files, job.tz, job.source, log, child, job.ahead and bool(child))
     else:
         batches = local_batches(plan_against, job.files, job.tz, job.source, log)
-    parked = _write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
+    parked = write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
     log.problems += db.handle.runner.run(lambda conn: restore_parent_links(conn, parked))
 
 
