@@ -76,7 +76,7 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Replan:
 
 
 def write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportTally, log: ReadLog,
-               replan: Replan, progress: Progress | None) -> list[str]:
+              replan: Replan, progress: Progress | None) -> list[str]:
     """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
     parked: list[str] = []
