@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.importers import discover
-from hermes_state_tools.ingest import run, worker
-from hermes_state_tools.ingest.prepare import Batch, Prepared
-from hermes_state_tools.ingest.staging import stage_batch
-from hermes_state_tools.ingest.units import ReadLog
+from hermes_state_tools.ingest import run
+from hermes_state_tools.ingest.planning.batches import Batch, prepared_batches
+from hermes_state_tools.ingest.planning.prepared import Prepared
+from hermes_state_tools.ingest.planning.units import ReadLog
+from hermes_state_tools.ingest.writing.staging import stage_batch
 
 
 def start_seconds() -> float:
@@ -42,7 +43,7 @@ class FreeReader:
         self.prepared.mkdir(parents=True)
         files, _ = discover([folder])
         self.batches: list[tuple[tuple[Prepared, ...], Path | None]] = []
-        for number, items in enumerate(worker.prepared_batches(None, files, None, None, ReadLog())):
+        for number, items in enumerate(prepared_batches(None, files, None, None, ReadLog())):
             path = self.prepared / f"batch-{number:06d}.db"
             staged = stage_batch(path, items)
             self.batches.append((items, None) if staged is None else (staged, path))

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
-from hermes_state_tools.ingest import launch
+from hermes_state_tools.ingest.reader import launch
 
 
 def set_times(db: SessionDB, session_id: str, *, started_at: float | None = None,

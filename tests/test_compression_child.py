@@ -113,7 +113,7 @@ def test_a_session_compressed_twice_leaves_its_grandchild_under_the_first_name(t
 
 
 def test_a_parent_chain_that_loops_leaves_the_file_name_deciding(tmp_path):
-    from hermes_state_tools.ingest.units import _descends_from
+    from hermes_state_tools.ingest.planning.units import _descends_from
 
     assert _descends_from("c", "a", {"c": "b", "b": "a"})
     assert not _descends_from("c", "x", {"c": "b", "b": "c"})

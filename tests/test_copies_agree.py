@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from import_helpers import import_json, query
 
 from hermes_state_tools import SessionDB
-from hermes_state_tools.ingest.align import cleaned_text, content_key, durable_text
-from hermes_state_tools.ingest.inflated import inflated
+from hermes_state_tools.ingest.copies.align import cleaned_text, content_key, durable_text
+from hermes_state_tools.ingest.copies.inflated import inflated
 
 
 def hermes_clean(content: str) -> str:

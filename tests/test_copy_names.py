@@ -113,10 +113,10 @@ _NAME_TEXT = st.text(st.sampled_from("._ (1)-Copyab9\u00e9"), max_size=12)
 @given(st.one_of(_NAME_TEXT, _NAME_TEXT.map(lambda text: SID + text), st.sampled_from(SUFFIXES).map(lambda s: SID + s)),
        st.sampled_from([".jsonl", ".json"]), st.booleans())
 def test_a_files_session_id_is_read_from_its_name_as_from_its_stem(text: str, suffix: str, snapshot: bool) -> None:
-    # The reader groups files by their names as text (ingest/units.py:name_id); it must give the id
+    # The reader groups files by their names as text (ingest/planning/units.py:name_id); it must give the id
     # Path.stem gives, whatever the name (leading dots, copies' suffixes, no id at all).
     from hermes_state_tools.importers.discover import file_shape, name_shape
-    from hermes_state_tools.ingest.units import name_id, stored_id
+    from hermes_state_tools.ingest.planning.units import name_id, stored_id
 
     path = Path("/x") / (("session_" if snapshot else "") + text + suffix)
     shape = file_shape(path)

@@ -26,7 +26,8 @@ from hermes_state_tools.cli.base import INTERRUPTED
 from hermes_state_tools.core.export_format import export_line
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest import import_paths, launch, run
+from hermes_state_tools.ingest import import_paths, run
+from hermes_state_tools.ingest.reader import launch
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
 from hermes_state_tools.store import fresh
 from hermes_state_tools.store.files import TEMP_MARK

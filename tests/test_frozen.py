@@ -10,9 +10,8 @@ import pytest
 from hermes_state_tools.core.frozen import built
 from hermes_state_tools.core.records import LegacySession
 from hermes_state_tools.importers.jsonl import PlainTranscript
-from hermes_state_tools.ingest.prepare import Prepared
-from hermes_state_tools.ingest.rows import StagedRows
-from hermes_state_tools.ingest.units import Unit
+from hermes_state_tools.ingest.planning.prepared import Prepared, StagedRows
+from hermes_state_tools.ingest.planning.units import Unit
 
 SESSION = {"session_id": "s1", "file": "s1.jsonl", "kind": "jsonl", "fields": {"source": "cli"}, "source_rank": 2,
            "messages": (), "extra": {"k": 1}, "has_messages": True, "duplicates_skipped": 0, "saved_at": None}

@@ -350,14 +350,14 @@ def test_a_dry_run_names_its_sessions_and_the_upgrade_it_would_make(tmp_path):
 
 
 def test_a_dry_run_lists_each_session_once():
-    from hermes_state_tools.ingest.run import ImportStats
-    from hermes_state_tools.ingest.writer import Written
+    from hermes_state_tools.ingest.stats import ImportTally
+    from hermes_state_tools.ingest.writing.writer import Written
 
-    stats = ImportStats(dry_run=True)
+    stats = ImportTally(dry_run=True)
     for written in (Written("a", True, False, 1, 0, ()), Written("a", False, True, 1, 0, ()),
                     Written("b", False, True, 1, 0, ()), Written("b", False, True, 2, 0, ())):
         stats.count(written)
-    doc = stats.as_dict()
+    doc = stats.report().as_dict()
     assert (doc["would_create"], doc["would_update"]) == (["a"], ["b"])
 
 

@@ -20,13 +20,13 @@ from hermes_state_tools import SessionDB
 from hermes_state_tools.errors import ImportReaderError, NotAHermesDatabaseError
 from hermes_state_tools.importers import discover
 from hermes_state_tools.ingest import import_paths, run
-from hermes_state_tools.ingest.channel import READ_AHEAD
-from hermes_state_tools.ingest.prepare import BATCH_MESSAGES, FIRST_BATCH_SHARE
-from hermes_state_tools.ingest.rows import StagedRows
+from hermes_state_tools.ingest.planning.batches import BATCH_MESSAGES, FIRST_BATCH_SHARE, prepared_batches
+from hermes_state_tools.ingest.planning.prepared import StagedRows
+from hermes_state_tools.ingest.planning.units import ReadLog
+from hermes_state_tools.ingest.reader.channel import READ_AHEAD
+from hermes_state_tools.ingest.reader.remote import remote_batches
 from hermes_state_tools.ingest.run import PARALLEL_FROM_FILES
-from hermes_state_tools.ingest.staging import attached, stage_batch
-from hermes_state_tools.ingest.units import ReadLog
-from hermes_state_tools.ingest.worker import prepared_batches, remote_batches
+from hermes_state_tools.ingest.writing.staging import attached, stage_batch
 
 
 def _corpus(folder: Path, sessions: int) -> None:
@@ -311,9 +311,9 @@ def test_a_reader_started_while_searching_is_stopped_when_the_import_fails_befor
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("case", ["name too long", "few files", "dry run", "not a database"])
 def test_a_reader_given_beforehand_is_stopped_however_the_import_ends(tmp_path, monkeypatch, case):
-    # import-jsonl of a folder starts the reader before the import's modules load (ingest/launch.py)
+    # import-jsonl of a folder starts the reader before the import's modules load (ingest/reader/launch.py)
     # and hands it to import_paths, which must stop it on every way out, the first look at --db included.
-    from hermes_state_tools.ingest.launch import finding_reader
+    from hermes_state_tools.ingest.reader.launch import finding_reader
 
     _corpus(tmp_path / "sessions", 3 if case == "few files" else run.PARALLEL_FROM_FILES + 5)
     db = tmp_path / ("x" * 300 + ".db" if case == "name too long" else "state.db")
@@ -340,8 +340,9 @@ def test_the_reader_collects_cycles_itself_with_the_collector_off(tmp_path, monk
     import pickle
     import threading
 
-    from hermes_state_tools.ingest import prepare, reader_child
-    from hermes_state_tools.ingest.channel import ACK, Read, receive
+    from hermes_state_tools.ingest.planning import batches as prepare
+    from hermes_state_tools.ingest.reader import process as reader_child
+    from hermes_state_tools.ingest.reader.channel import ACK, Read, receive
 
     _corpus(tmp_path / "sessions", 2 * reader_child.COLLECT_EVERY + 4)
     monkeypatch.setattr(prepare, "BATCH_SESSIONS", 1)  # a batch a session
@@ -389,7 +390,7 @@ def _with_and_without_a_finding_reader(tmp_path: Path, before: Callable[[Path], 
                                        meanwhile: Callable[[Path], None] | None = None) -> None:
     """Import the varied corpus (plus a stray file the search notices) into two files, one with a
     reader asked beforehand to find the files and one without; the two must be the same."""
-    from hermes_state_tools.ingest.launch import finding_reader
+    from hermes_state_tools.ingest.reader.launch import finding_reader
 
     _varied_corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 6)
     (tmp_path / "sessions" / "payload_1.jsonl").write_text("{}\n")  # a log of API payloads: a notice
@@ -437,7 +438,7 @@ def test_a_database_that_appears_after_the_reader_looked_is_planned_against(tmp_
 
 
 def test_a_reader_asked_for_other_paths_or_that_fails_to_find_is_not_used(tmp_path):
-    from hermes_state_tools.ingest.launch import finding_reader
+    from hermes_state_tools.ingest.reader.launch import finding_reader
 
     _corpus(tmp_path / "sessions", PARALLEL_FROM_FILES + 2)
     _corpus(tmp_path / "other", 3)
@@ -458,7 +459,7 @@ def test_a_reader_asked_for_other_paths_or_that_fails_to_find_is_not_used(tmp_pa
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_the_command_line_starts_the_reader_early_and_an_untaken_one_is_stopped_at_exit(tmp_path):
-    from hermes_state_tools.ingest import launch
+    from hermes_state_tools.ingest.reader import launch
 
     cases = ((["--db", "x.db", "import-jsonl", "folder"], True), (["import-jsonl", "--dry-run", "f"], False),
              (["import-jsonl", "--help"], False), (["status"], False))
@@ -473,7 +474,7 @@ def test_the_command_line_starts_the_reader_early_and_an_untaken_one_is_stopped_
     launch.stop_early()
     assert launch.take_early() is None and started.poll() is not None
     # A process that started one and never gave it work (the command was not an import after all):
-    script = ("from hermes_state_tools.ingest import launch; launch.start_early(['import-jsonl']); "
+    script = ("from hermes_state_tools.ingest.reader import launch; launch.start_early(['import-jsonl']); "
               "print(launch._early[0].pid)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     pid = int(done.stdout)
@@ -484,7 +485,7 @@ def test_the_command_line_starts_the_reader_early_and_an_untaken_one_is_stopped_
 def test_a_forked_reader_imports_the_same_and_holds_none_of_the_callers_files(tmp_path, monkeypatch):
     import threading
 
-    from hermes_state_tools.ingest import launch
+    from hermes_state_tools.ingest.reader import launch
 
     if threading.active_count() != 1:
         pytest.skip("a fork is only made while one thread runs")
@@ -516,7 +517,7 @@ def test_a_forked_reader_imports_the_same_and_holds_none_of_the_callers_files(tm
 def test_a_forked_reader_is_waited_for_with_a_time_limit_and_killed():
     import threading
 
-    from hermes_state_tools.ingest import launch
+    from hermes_state_tools.ingest.reader import launch
 
     if threading.active_count() != 1:
         pytest.skip("a fork is only made while one thread runs")

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from hermes_state_tools import SessionDB
-from hermes_state_tools.ingest.existing import fingerprint, fingerprint_of, load_existing
-from hermes_state_tools.ingest.prepare import Prepared
-from hermes_state_tools.ingest.rows import CHUNK_TEXT, ROWS_PER_INSERT
-from hermes_state_tools.ingest.units import Unit
-from hermes_state_tools.ingest.writer import write_batch
+from hermes_state_tools.ingest.copies.stored import fingerprint, fingerprint_of, load_existing
+from hermes_state_tools.ingest.planning.prepared import Prepared
+from hermes_state_tools.ingest.planning.units import Unit
+from hermes_state_tools.ingest.writing.rows import CHUNK_TEXT, ROWS_PER_INSERT
+from hermes_state_tools.ingest.writing.writer import write_batch
 
 
 def _prepared(session_id: str, model: object) -> Prepared:

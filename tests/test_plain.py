@@ -1,4 +1,4 @@
-"""The fast path for plain transcripts (importers/jsonl.py:read_plain, ingest/prepare.py:plain_plan, the
+"""The fast path for plain transcripts (importers/jsonl.py:read_plain, ingest/planning/prepared.py:plain_plan, the
 writer's runs of plain creates) changes nothing: for every file it takes, the plan equals the careful
 reader's; a file the careful reader has anything to say about is never taken; whole imports through
 the CLI give the same rows and report either way. More examples: pytest -m soak tests/test_plain.py."""
@@ -23,11 +23,15 @@ from plain_corpus import BREAKERS, DrawPick, any_transcript, seeded_corpus, tran
 from hermes_state_tools import SessionDB
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.importers.jsonl import read_plain
-from hermes_state_tools.ingest import import_paths, run, units, writer
-from hermes_state_tools.ingest.prepare import Batch, Prepared, StagedCreates, prepare
-from hermes_state_tools.ingest.staging import insert_staged_sessions, stage_batch
-from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader
-from hermes_state_tools.ingest.writer import _insert_sessions as insert_sessions
+from hermes_state_tools.ingest import import_paths, run
+from hermes_state_tools.ingest.planning import units
+from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates
+from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader
+from hermes_state_tools.ingest.stats import ImportTally
+from hermes_state_tools.ingest.writing import writer
+from hermes_state_tools.ingest.writing.staging import insert_staged_sessions, stage_batch
+from hermes_state_tools.ingest.writing.writer import _insert_sessions as insert_sessions
 
 SID = "20260301_100000_abcdef01"
 TZS: list[tzinfo | None] = [None, ZoneInfo("Asia/Tokyo"), ZoneInfo("America/New_York"), timezone.utc]
@@ -354,9 +358,9 @@ def _batch(tmp_path: Path, items: tuple[Prepared, ...], staged: bool | str) -> B
 
 def _write(db: SessionDB, batch: Batch) -> dict[str, Any]:
     """Write one batch as an import does (stale sessions planned again and written after)."""
-    stats = run.ImportStats()
+    stats = ImportTally()
     run._write_one(db, batch, stats, run._replanner(None, None), [])
-    return stats.as_dict()
+    return stats.report().as_dict()
 
 
 def _messages_by_session(db: Path) -> dict[str, list[tuple[Any, ...]]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_state_tools.ingest.readahead import ReadAhead
+from hermes_state_tools.ingest.planning.readahead import ReadAhead
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise here")
 
@@ -46,7 +46,7 @@ def test_a_closed_one_asks_for_nothing_more(tmp_path):
 
 
 def test_files_in_memory_are_not_asked_for_and_others_are(tmp_path, monkeypatch):
-    from hermes_state_tools.ingest import readahead
+    from hermes_state_tools.ingest.planning import readahead
 
     asked: list[int] = []
     real = os.posix_fadvise
@@ -68,7 +68,7 @@ def test_files_in_memory_are_not_asked_for_and_others_are(tmp_path, monkeypatch)
 
 
 def test_a_file_just_written_is_found_in_memory(tmp_path):
-    from hermes_state_tools.ingest import readahead
+    from hermes_state_tools.ingest.planning import readahead
 
     if not hasattr(os, "RWF_NOWAIT"):
         pytest.skip("no read that may not wait here")

@@ -15,8 +15,8 @@ from import_helpers import fts_in_sync, import_json, message_extras, query, writ
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.core.records import LegacyMessage, LegacySession
-from hermes_state_tools.ingest.merge_copies import plan_session
-from hermes_state_tools.ingest.redaction import unredacted_side
+from hermes_state_tools.ingest.copies.merge import plan_session
+from hermes_state_tools.ingest.copies.redaction import unredacted_side
 
 SID = "20260601_100000_abc123"
 START = 1780308000.0
@@ -260,7 +260,7 @@ def _masks_without_whitespace() -> tuple[str, str]:
 
 
 def test_masks_over_runs_without_whitespace_are_given_up_early(monkeypatch):
-    from hermes_state_tools.ingest import redaction
+    from hermes_state_tools.ingest.copies import redaction
 
     calls = []
     real = redaction._hidden_ends
@@ -276,7 +276,7 @@ def test_masks_over_runs_without_whitespace_are_given_up_early(monkeypatch):
 def test_masks_over_runs_without_whitespace_cost_little():
     import time
 
-    from hermes_state_tools.ingest import redaction
+    from hermes_state_tools.ingest.copies import redaction
 
     redaction._masked_cached.cache_clear()
     began = time.perf_counter()
@@ -326,7 +326,7 @@ _MASKY = st.lists(st.sampled_from([
 @settings(max_examples=400, deadline=None)
 def test_masks_are_found_at_every_position_a_shape_matches(text):
     """Only the positions before each shape's anchor are tried: the same masks as trying every position."""
-    from hermes_state_tools.ingest import redaction
+    from hermes_state_tools.ingest.copies import redaction
 
     found = []
     for shape, _anchor, _offset in redaction._MASKS:
@@ -360,9 +360,9 @@ def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_
     text, and its extra data gets no masked_text (nothing was replaced)."""
     import sqlite3
 
-    from hermes_state_tools.ingest.prepare import prepare
-    from hermes_state_tools.ingest.units import Unit
-    from hermes_state_tools.ingest.writer import write_batch
+    from hermes_state_tools.ingest.planning.prepared import prepare
+    from hermes_state_tools.ingest.planning.units import Unit
+    from hermes_state_tools.ingest.writing.writer import write_batch
 
     db = stored_db(tmp_path / "state.db", MASKED)
     conn = sqlite3.connect(db, isolation_level=None)
@@ -382,7 +382,7 @@ def test_a_masked_text_changed_before_the_write_is_kept_and_said_of_nothing(tmp_
 def test_the_mask_cache_keeps_no_big_text_alive():
     # 256 tool outputs of megabytes with an ellipsis each, kept by the cache, would stay in memory
     # for the rest of the import.
-    from hermes_state_tools.ingest import redaction
+    from hermes_state_tools.ingest.copies import redaction
 
     redaction._masked_cached.cache_clear()
     big = "Loading... done " + "x" * 200_000

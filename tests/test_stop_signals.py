@@ -19,7 +19,7 @@ from import_helpers import write_corpus
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli.base import stops_as_interrupts
 from hermes_state_tools.core import scratch
-from hermes_state_tools.ingest import staging
+from hermes_state_tools.ingest.writing import staging
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = time.time() - 2 * scratch.STALE_AFTER_S

@@ -26,12 +26,12 @@ from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.layouts import known_versions
 from hermes_state_tools.core.problems import group_problems
 from hermes_state_tools.errors import StorageIOError
-from hermes_state_tools.ingest.launch import finding_reader, stop_early, stop_reader
+from hermes_state_tools.ingest.reader.launch import finding_reader, stop_early, stop_reader
 from hermes_state_tools.store.files import remove_stale_temps, require_replaceable, temp_beside
 from hermes_state_tools.views.export import FORMATS, export_file
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.run import ImportStats
+    from hermes_state_tools.ingest.stats import ImportStats
 
 
 def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:

@@ -83,7 +83,7 @@ def recover(dest: Path, as_json: bool) -> None:
       hermes-state recover ~/.hermes/state-recovered.db
       hermes-state --db damaged.db recover new.db --json
     """
-    doc = recover_file(settings().db, dest)
+    doc = recover_file(settings().db, dest).as_dict()
     emit(doc, _human_recover)
     if not doc["complete"]:
         sys.exit(EXIT_PROBLEMS)

@@ -1,6 +1,6 @@
 """A messages row as the import carries it: the v6 columns after `id`, in table order, built from a
 message's parsed values. The readers' fast path (importers/jsonl.py:read_plain) and the import's
-planning (ingest/prepare.py) build rows here, so both spell every value alike.
+planning (ingest/planning/prepared.py) build rows here, so both spell every value alike.
 
 A row holds the first SHORT_ROW columns, or all of them when any of the last five has a value
 (nearly every legacy message needs only the first seven, and binding a NULL costs more than

@@ -16,11 +16,13 @@ from pathlib import Path
 from hermes_state_tools.core.records import LegacySession
 from hermes_state_tools.errors import SameDatabaseError
 from hermes_state_tools.ingest import run
-from hermes_state_tools.ingest.existing import stored_session_ids
+from hermes_state_tools.ingest.copies.stored import stored_session_ids
 from hermes_state_tools.ingest.other_db import read_session, session_ids
-from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, prepare
-from hermes_state_tools.ingest.units import ReadLog, Unit
-from hermes_state_tools.ingest.writer import restore_parent_links
+from hermes_state_tools.ingest.planning.batches import Batch, batches
+from hermes_state_tools.ingest.planning.prepared import Prepared, prepare
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit
+from hermes_state_tools.ingest.stats import ImportStats, ImportTally
+from hermes_state_tools.ingest.writing.writer import restore_parent_links
 from hermes_state_tools.store.opening import map_open_error, open_read_connection, open_readonly, require_database_file
 
 
@@ -84,7 +86,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
-                   progress: run.Progress | None = None, create: bool = True) -> run.ImportStats:
+                   progress: run.Progress | None = None, create: bool = True) -> ImportStats:
     """Merge every session of the database at `other_path` into the store at `db_path` (created if
     missing, unless `create` is False: then a missing or empty file is NotAHermesDatabaseError, as the
     CLI's contract has it for every command but import-jsonl)."""
@@ -92,7 +94,7 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
         require_database_file(db_path)
     if _same_file(db_path, other_path):
         raise SameDatabaseError(f"{other_path} is the database being merged into")
-    stats, log = run.ImportStats(dry_run=dry_run), ReadLog()
+    stats, log = ImportTally(dry_run=dry_run), ReadLog()
     other = open_readonly(other_path, stable=True)
     file = str(other_path)
     try:
@@ -104,12 +106,12 @@ def merge_database(db_path: Path, other_path: Path, *, dry_run: bool = False,
             run.plan_without_writing(db_path, stats, lambda _conn: _units(other, file, log))
         else:
             with run.open_target(db_path, stats, proven, "merge") as db:
-                parked = run._write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
+                parked = run.write_all(db, _local_batches(db_path, _units(other, file, log)), stats, log,
                                         _replanner(other, file), progress)
                 log.problems += db.handle.runner.run(lambda conn: restore_parent_links(conn, parked))
     finally:
         other.close()
     stats.problems = log.problems + stats.problems
     stats.files_read = 1
-    return stats
+    return stats.report()
 

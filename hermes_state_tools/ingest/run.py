@@ -10,23 +10,31 @@ from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.schema import SCHEMA_VERSION, is_newer
 from hermes_state_tools.errors import DestinationExistsError, LayoutMismatchError, NotAHermesDatabaseError
 from hermes_state_tools.importers.discover import discover_names
-from hermes_state_tools.ingest.channel import Find
-from hermes_state_tools.ingest.dry_run import as_written, with_stored_texts
-from hermes_state_tools.ingest.existing import load_existing, texts_wanted
-from hermes_state_tools.ingest.launch import AskedReader, ReaderProcess, start_reader, stop_reader
-from hermes_state_tools.ingest.merge_copies import Existing
-from hermes_state_tools.ingest.prepare import Batch, Prepared, left_out, prepare
-from hermes_state_tools.ingest.staging import attached
-from hermes_state_tools.ingest.units import ReadLog, Unit, UnitReader, parent_links
-from hermes_state_tools.ingest.worker import found_by, local_batches, remote_batches
-from hermes_state_tools.ingest.writer import BatchResult, Written, restore_parent_links, retimed_notice, write_batch
+from hermes_state_tools.ingest.copies.merge import Existing
+from hermes_state_tools.ingest.copies.stored import load_existing, texts_wanted
+from hermes_state_tools.ingest.planning.batches import Batch, local_batches
+from hermes_state_tools.ingest.planning.dry_run import as_written, with_stored_texts
+from hermes_state_tools.ingest.planning.prepared import Prepared, left_out, prepare
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit, UnitReader, parent_links
+from hermes_state_tools.ingest.reader.channel import Find
+from hermes_state_tools.ingest.reader.launch import AskedReader, ReaderProcess, start_reader, stop_reader
+from hermes_state_tools.ingest.reader.remote import found_by, remote_batches
+from hermes_state_tools.ingest.stats import ImportStats, ImportTally
+from hermes_state_tools.ingest.writing.staging import attached
+from hermes_state_tools.ingest.writing.writer import (
+    BatchResult,
+    Written,
+    restore_parent_links,
+    retimed_notice,
+    write_batch,
+)
 from hermes_state_tools.store.backup import changing_schema
 from hermes_state_tools.store.files import remove_stale_temps
 from hermes_state_tools.store.fresh import build_new_store
@@ -48,64 +56,6 @@ class Progress(Protocol):
     def advance(self, files: int = 0, messages: int = 0) -> None: ...
 
 
-@dataclass
-class ImportStats:
-    """What an import did (or, with dry_run, would do); the CLI report is `as_dict()`."""
-
-    dry_run: bool = False
-    sessions_created: int = 0
-    sessions_updated: int = 0
-    messages_imported: int = 0
-    messages_skipped_duplicate: int = 0
-    messages_enriched: int = 0  # stored messages that gained fields the files know
-    files_read: int = 0
-    backup: str | None = None  # taken when the database had to be upgraded first
-    would_upgrade: dict[str, Any] | None = None  # a dry run: the schema change the real run would make
-    problems: list[Problem] = field(default_factory=list)
-    would_create: list[str] = field(default_factory=list)  # a dry run's session ids
-    would_update: list[str] = field(default_factory=list)
-    database_created: str | None = None  # the file was missing (or empty) and the run made (would make) it
-
-    @property
-    def failed(self) -> bool:
-        """True when some record could not be stored (exit code 1)."""
-        return any(p.failure for p in self.problems)
-
-    def count(self, item: Written) -> None:
-        self.sessions_created += item.created
-        self.sessions_updated += item.updated
-        self.messages_imported += item.messages
-        self.messages_skipped_duplicate += item.duplicates
-        self.messages_enriched += item.enriched
-        self.problems += item.problems
-        if self.dry_run and (item.created or item.updated):
-            (self.would_create if item.created else self.would_update).append(item.session_id)
-
-    def as_dict(self) -> dict[str, Any]:
-        kinds: dict[str, int] = {}
-        failures: dict[str, int] = {}
-        notices: dict[str, int] = {}
-        for problem in self.problems:
-            kinds[problem.kind] = kinds.get(problem.kind, 0) + 1
-            side = failures if problem.failure else notices
-            side[problem.kind] = side.get(problem.kind, 0) + 1
-        doc: dict[str, Any] = {
-            "ok": not self.failed, "dry_run": self.dry_run, "sessions_created": self.sessions_created,
-            "sessions_updated": self.sessions_updated, "messages_imported": self.messages_imported,
-            "messages_skipped_duplicate": self.messages_skipped_duplicate,
-            "messages_enriched": self.messages_enriched, "files_read": self.files_read,
-            "backup": self.backup, "database_created": self.database_created,
-            "records_not_stored": sum(p.failure for p in self.problems),
-            "problem_counts": kinds, "failure_counts": failures, "notice_counts": notices,
-            "problems": [p.as_dict() for p in self.problems],
-        }
-        if self.dry_run:  # each id once; a session the run would create and then add to is created
-            created = dict.fromkeys(self.would_create)
-            updated = [sid for sid in dict.fromkeys(self.would_update) if sid not in created]
-            doc |= {"would_create": list(created), "would_update": updated, "would_upgrade": self.would_upgrade}
-        return doc
-
-
 # A session another process keeps writing to is planned again after each batch that found it changed;
 # past this many rounds it is left for a re-run (reported), so the import always ends.
 REPLAN_ROUNDS = 20
@@ -125,8 +75,8 @@ def _replanner(tz: tzinfo | None, source: str | None) -> Replan:
     return replan
 
 
-def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportStats, log: ReadLog,
-               replan: Replan, progress: Progress | None) -> list[str]:
+def write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stats: ImportTally, log: ReadLog,
+              replan: Replan, progress: Progress | None) -> list[str]:
     """Write every batch; returns the ids of sessions whose parent link was kept aside."""
     files_seen = 0
     parked: list[str] = []
@@ -141,7 +91,7 @@ def _write_all(db: SessionDB, source_batches: Generator[Batch, None, None], stat
     return parked
 
 
-def _write_one(db: SessionDB, batch: Batch, stats: ImportStats, replan: Replan, parked: list[str]) -> None:
+def _write_one(db: SessionDB, batch: Batch, stats: ImportTally, replan: Replan, parked: list[str]) -> None:
     """Write one batch, then the sessions it found changed, planned again, in batches of their own.
     Planned again outside the write lock (a live Hermes keeps writing meanwhile); a session found
     changed PLAN_LOCKED_AFTER times is planned inside a write transaction of its own, where nothing
@@ -170,7 +120,7 @@ def _plan_locked(replan: Replan, unit: Unit, conn: sqlite3.Connection) -> Prepar
     return replan(conn, unit)
 
 
-def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[str],
+def _write_batch(db: SessionDB, batch: Batch, stats: ImportTally, parked: list[str],
                  plan: Callable[[sqlite3.Connection], Prepared | None] | None = None) -> tuple[Unit, ...]:
     """One write transaction of `batch` (or of what `plan` makes, inside it); returns the sessions it
     found changed since they were planned."""
@@ -188,14 +138,14 @@ def _write_batch(db: SessionDB, batch: Batch, stats: ImportStats, parked: list[s
     return result.stale
 
 
-def _dry_run(db_path: Path, files: list[str], tz: tzinfo | None, source: str | None, stats: ImportStats,
+def _dry_run(db_path: Path, files: list[str], tz: tzinfo | None, source: str | None, stats: ImportTally,
              log: ReadLog) -> None:
     """Plan everything without writing (see plan_without_writing)."""
     plan_without_writing(db_path, stats, lambda conn: UnitReader(files, tz, source, log, parent_links(conn)).units(),
                          log.problems)
 
 
-def plan_without_writing(db_path: Path, stats: ImportStats,
+def plan_without_writing(db_path: Path, stats: ImportTally,
                          units_of: Callable[[sqlite3.Connection | None], Iterable[Unit]],
                          said: list[Problem] | None = None) -> None:
     """A dry run: every unit planned, nothing written; a session met again (a /save file, an export
@@ -225,7 +175,7 @@ def plan_without_writing(db_path: Path, stats: ImportStats,
             conn.close()
 
 
-def prepare_schema(db_path: Path, stats: ImportStats, schema: int | None = None) -> bool:
+def prepare_schema(db_path: Path, stats: ImportTally, schema: int | None = None) -> bool:
     """Refuse a foreign, newer or damaged file (nothing writes into one; a dry run says what the real
     run would), whether or not anything is found to import, and one of another layout than `schema`
     asks for. True: the file was proven sound for a real run (open_target need not prove it again)."""
@@ -245,14 +195,14 @@ def prepare_schema(db_path: Path, stats: ImportStats, schema: int | None = None)
     return True
 
 
-def note_upgrade(db_path: Path, stats: ImportStats) -> None:
+def note_upgrade(db_path: Path, stats: ImportTally) -> None:
     """A dry run that found something to write says the real run would upgrade the file first."""
     if db_path.exists() and db_path.stat().st_size and schema_change_pending(db_path):
         stats.would_upgrade = {"from": require_supported(db_path), "to": SCHEMA_VERSION,
                                "backup_first": f"{db_path}.bak-<timestamp>"}
 
 
-def open_target(db_path: Path, stats: ImportStats, proven: bool = False, what: str = "import-jsonl") -> SessionDB:
+def open_target(db_path: Path, stats: ImportTally, proven: bool = False, what: str = "import-jsonl") -> SessionDB:
     """The store a real run writes into, opened (created, upgraded) only once something will be
     written; when the opening changes the schema, the file as it was is backed up first, and when it
     would rebuild the search index of a big file Hermes has open, `what` (the command) is refused.
@@ -278,7 +228,7 @@ class _Job:
     schema: int | None = None  # --schema: the layout a new file is created in (None: 6, the contract's)
 
 
-def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportStats, log: ReadLog) -> None:
+def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: ImportTally, log: ReadLog) -> None:
     """Every batch, then the parked parents' pass, written into `db` (its batches planned against
     the file `plan_against`; None: against no database)."""
     db.handle.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: FTS merges and b-tree inserts stay in memory
@@ -287,11 +237,11 @@ def _write_into(db: SessionDB, plan_against: Path | None, job: _Job, stats: Impo
         batches = remote_batches(plan_against, job.files, job.tz, job.source, log, child, job.ahead and bool(child))
     else:
         batches = local_batches(plan_against, job.files, job.tz, job.source, log)
-    parked = _write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
+    parked = write_all(db, batches, stats, log, _replanner(job.tz, job.source), job.progress)
     log.problems += db.handle.runner.run(lambda conn: restore_parent_links(conn, parked))
 
 
-def _into_existing(db_path: Path, job: _Job, stats: ImportStats, log: ReadLog) -> None:
+def _into_existing(db_path: Path, job: _Job, stats: ImportTally, log: ReadLog) -> None:
     with open_target(db_path, stats, job.proven) as db:
             # Durable against a crash of this process at any point (WAL); only a power cut could
         # undo the last few batches, and a re-run imports them again. Saves an fsync per batch.
@@ -302,12 +252,12 @@ def _into_existing(db_path: Path, job: _Job, stats: ImportStats, log: ReadLog) -
         _write_into(db, db_path, job, stats, log)
 
 
-def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
+def _real_run(db_path: Path, job: _Job) -> tuple[ImportTally, ReadLog]:
     """Write everything. A file that does not exist yet is built aside and placed whole (store/fresh.py);
     when another process creates it meanwhile, the import runs again into that file, as if it had been
     there from the start (the private build is thrown away)."""
     if unclaimed(db_path):
-        stats, log = ImportStats(), ReadLog(list(job.found))
+        stats, log = ImportTally(), ReadLog(list(job.found))
         try:
             # Planned against no database: the new file holds only what this run writes.
             build_new_store(db_path, lambda db: _write_into(db, None, job, stats, log), job.schema or SCHEMA_VERSION)
@@ -317,8 +267,8 @@ def _real_run(db_path: Path, job: _Job) -> tuple[ImportStats, ReadLog]:
             if job.progress:
                 job.progress.start(len(job.files))  # the files are read again
             # The file that appeared is held to the usual rules.
-            job = replace(job, proven=prepare_schema(db_path, ImportStats(), job.schema))
-    stats, log = ImportStats(), ReadLog(list(job.found))
+            job = replace(job, proven=prepare_schema(db_path, ImportTally(), job.schema))
+    stats, log = ImportTally(), ReadLog(list(job.found))
     empty = db_path.exists() and db_path.stat().st_size == 0  # a 0-byte file is made a store, as a missing one
     _into_existing(db_path, job, stats, log)
     if empty:
@@ -332,10 +282,10 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     """Import legacy transcripts under `paths` into the store at `db_path` (created if missing or empty).
 
     `reader`: a reader process the caller started beforehand with the same arguments
-    (ingest/launch.py:finding_reader), so its interpreter started and it found the files (and, for a
+    (ingest/reader/launch.py:finding_reader), so its interpreter started and it found the files (and, for a
     new file, read them) while the import's modules loaded; taken if the import reads in a reader
     process, stopped if not."""
-    stats, log = ImportStats(dry_run=dry_run), ReadLog()
+    stats, log = ImportTally(dry_run=dry_run), ReadLog()
     # A real run with enough files reads them in a reader process, started as soon as that many are
     # found (unless one was started already): its start overlaps the rest of the search and opening the store.
     asked = reader is not None and not dry_run and reader.request == Find(db_path, [os.fspath(p) for p in paths],
@@ -368,7 +318,7 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
         if not files:  # nothing to write: the database is not created or opened for it
             stats.problems = [*log.problems, Problem(", ".join(map(str, paths)), None, "nothing_found",
                                                      "no legacy transcript files found here")]
-            return stats
+            return stats.report()
         if progress:
             progress.start(len(files))
         if dry_run:
@@ -383,4 +333,4 @@ def import_paths(db_path: Path, paths: list[Path], *, tz: tzinfo | None = None, 
     stats.files_read = log.files_read
     if dry_run and new_file:
         stats.database_created = str(db_path)
-    return stats
+    return stats.report()

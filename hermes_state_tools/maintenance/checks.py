@@ -20,6 +20,7 @@ from typing import Any
 
 from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.progress import Steps, expect, step
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import FTS_TABLE, INDEXES, SCHEMA_VERSION, object_names, table_columns
 from hermes_state_tools.core.sqlite_info import has_wal_reset_bug, sqlite_version, wal_reset_notes
 from hermes_state_tools.errors import DamagedDatabaseError
@@ -344,7 +345,7 @@ def _quick_check_elsewhere(path: Path) -> list[Finding]:
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Report):
     """The findings, the checks that could not run (name, why), notes that are not findings (the
     SQLite's WAL-reset bug among them only when the file is damaged: a cause to rule out, not news
     each night; `status` says it, and `sqlite_wal_reset_bug` is in every report)."""

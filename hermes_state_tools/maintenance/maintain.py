@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.progress import Steps, expect, step
-from hermes_state_tools.core.reports import plain
+from hermes_state_tools.core.reports import Report, plain
 from hermes_state_tools.errors import DAMAGED_REFUSAL
 from hermes_state_tools.maintenance.checks import CheckReport, check_report
 from hermes_state_tools.maintenance.repair import repair_file
@@ -40,7 +40,7 @@ class Housekeeping:
 
 
 @dataclass(frozen=True)
-class MaintainReport:
+class MaintainReport(Report):
     """The scheduled job's one report: the check, what was repaired or left, and the housekeeping."""
 
     path: str

@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from hermes_state_tools.core.connection import is_disk_full
 from hermes_state_tools.core.paths import create_private_file, file_identity, sidecar_paths
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.errors import DamagedDatabaseError, DatabaseInUseError, DestinationFullError, StorageIOError
 from hermes_state_tools.maintenance.salvage import SalvageReport, rebuild_into
 from hermes_state_tools.store.files import (
@@ -53,7 +57,19 @@ def _to_wal(path: Path) -> None:
         conn.close()
 
 
-def recover_file(source: Path, dest: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RecoverReport(Report):
+    """What `recover` placed at `path`: whether every canonical row came back, and what the salvage found."""
+
+    path: str
+    complete: bool
+    salvage: Mapping[str, Any]  # SalvageReport.as_dict(), as it was when the file was placed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": True, "path": self.path, "complete": self.complete, **self.salvage}
+
+
+def recover_file(source: Path, dest: Path) -> RecoverReport:
     """Salvage every readable session and message of `source` into a new verified v6 file at `dest`.
 
     `source` is only read (no -wal/-shm created); `dest` must not exist and appears only complete.
@@ -67,7 +83,7 @@ def recover_file(source: Path, dest: Path) -> dict[str, Any]:
         place(tmp, dest)
     finally:
         remove_with_sidecars(tmp)
-    return {"ok": True, "path": str(dest), "complete": report.complete, **report.as_dict()}
+    return RecoverReport(str(dest), report.complete, MappingProxyType(report.as_dict()))
 
 
 def _identities(db: Path) -> tuple[object, ...]:

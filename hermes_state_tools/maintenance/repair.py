@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_state_tools.core.layouts import read_layout
 from hermes_state_tools.core.progress import Steps, expect, step
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import SCHEMA_VERSION, object_names
 from hermes_state_tools.core.words import plural
 from hermes_state_tools.errors import DamagedDatabaseError
@@ -48,7 +49,7 @@ class Change:
 
 
 @dataclass(frozen=True)
-class RepairReport:
+class RepairReport(Report):
     """What was found, what was changed, and what the checks still find afterwards."""
 
     problems: tuple[Finding, ...]

@@ -250,7 +250,7 @@ def save_time_holds(matched: list[int | None], existing_times: Sequence[float | 
 def _judged(key: Key) -> bool:
     """Whether time may undo a pair of this message, not a question (those are judged by the copy's next
     one, see unpair_out_of_time): a reply, and not one that names itself (a tool result by its call id, a
-    call by its tool and arguments: the ids are compared apart, merge_copies._ids_differ)."""
+    call by its tool and arguments: the ids are compared apart, merge._ids_differ)."""
     return key[0] == "assistant" and not key[2]
 
 

@@ -1,4 +1,4 @@
-"""Starting the import's reader process (reader_child.py), in a module that loads nothing else, so a
+"""Starting the import's reader process (process.py), in a module that loads nothing else, so a
 caller can start it before the import's own modules load and its interpreter starts meanwhile.
 """
 
@@ -21,7 +21,7 @@ from typing import IO, NamedTuple, Protocol
 from zoneinfo import ZoneInfo
 
 import hermes_state_tools
-from hermes_state_tools.ingest.channel import Find, Read
+from hermes_state_tools.ingest.reader.channel import Find, Read
 
 try:
     import fcntl
@@ -60,7 +60,7 @@ def _launch_code() -> str:
     replacing the working directory at the front of its path, so the reader runs the same code
     and a folder in the working directory cannot shadow a package."""
     root = str(Path(hermes_state_tools.__file__).resolve().parent.parent)
-    return f"import sys; sys.path[0] = {root!r}; from hermes_state_tools.ingest.reader_child import main; main()"
+    return f"import sys; sys.path[0] = {root!r}; from hermes_state_tools.ingest.reader.process import main; main()"
 
 
 def _can_start_reader(tz: tzinfo | None) -> bool:
@@ -179,7 +179,7 @@ def _fork_reader() -> _Forked | None:
             os.dup2(to_child, 0)
             os.dup2(to_parent, 1)
             os.closerange(3, _open_files_limit())
-            from hermes_state_tools.ingest.reader_child import main
+            from hermes_state_tools.ingest.reader.process import main
 
             main()  # ends the process
         except BaseException:

@@ -1,5 +1,6 @@
-"""Where batches come from: read and planned in this process, or in a reader process (reader_child.py)
-so parsing, planning and staging rows run on one core while SQLite writes on the other.
+"""Batches read in the reader process (process.py), as the importing process receives them: it asks the
+reader (launch.ask), takes each batch from the pipe and acknowledges it once committed, so parsing,
+planning and staging rows run on one core while SQLite writes on the other.
 
 A thread cannot do this: the writer's `executemany` drops and retakes the GIL for every row,
 and a busy parsing thread makes each retake wait. The reader sends prepared batches down its
@@ -12,43 +13,17 @@ import contextlib
 import itertools
 import os
 import shutil
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from datetime import tzinfo
 from pathlib import Path
 
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest.channel import ACK, BrokenChannel, Read, receive
-from hermes_state_tools.ingest.launch import ReaderProcess, ask, start_reader, stop_reader
-from hermes_state_tools.ingest.prepare import Batch, Prepared, batches, planned
-from hermes_state_tools.ingest.staging import RERUN
-from hermes_state_tools.ingest.units import ReadLog, UnitReader, parent_links
-
-
-def prepared_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
-                     log: ReadLog) -> Iterator[tuple[Prepared, ...]]:
-    """Units read from `files`, planned against the database as it is (None: no database yet)."""
-    conn = None
-    if db_path is not None:
-        # Loaded here: a reader process planning against no database (a first import) starts without them.
-        from hermes_state_tools.ingest.existing import stored_session_ids
-        from hermes_state_tools.store.opening import open_read_connection
-
-        conn = open_read_connection(db_path)  # the opener's read-only look: no -wal/-shm left beside it
-    try:
-        known = stored_session_ids(conn) if conn is not None else set()
-        reader = UnitReader(files, tz, source, log, parent_links(conn), stored=known)
-        yield from batches(planned(conn, reader.units(), log, known))
-    finally:
-        if conn is not None:
-            conn.close()
-
-
-def local_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
-                  log: ReadLog) -> Generator[Batch, None, None]:
-    """Batches read and planned in this process (small imports: a second one costs more to start)."""
-    for items in prepared_batches(db_path, files, tz, source, log):
-        yield Batch(items)
+from hermes_state_tools.ingest.planning.batches import Batch, local_batches
+from hermes_state_tools.ingest.planning.units import ReadLog
+from hermes_state_tools.ingest.reader.channel import ACK, BrokenChannel, Read, receive
+from hermes_state_tools.ingest.reader.launch import ReaderProcess, ask, start_reader, stop_reader
+from hermes_state_tools.ingest.writing.staging import RERUN
 
 
 def _reader_failed(child: ReaderProcess, why: str) -> ImportReaderError:
@@ -82,7 +57,7 @@ def found_by(child: ReaderProcess) -> tuple[list[str], list[Problem], bool] | No
 def remote_batches(db_path: Path | None, files: Sequence[Path | str], tz: tzinfo | None, source: str | None,
                    log: ReadLog, child: ReaderProcess | None = None,
                    ahead: bool = False) -> Generator[Batch, None, None]:
-    """`prepared_batches` computed in a reader process (reader_child.py).
+    """`planning/batches.py:prepared_batches` computed in a reader process (process.py).
 
     A plain subprocess rather than multiprocessing: spawn would re-run the caller's main
     module in the child, which breaks any script that calls the library without a

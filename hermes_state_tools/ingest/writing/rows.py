@@ -1,4 +1,4 @@
-"""Rows as the import carries them: in memory, or staged in a side file by the reader process.
+"""Inserting the import's messages rows (into the store, or into a staging file), and a session's columns as stored.
 
 A row is core/message_rows.py's: short (7 columns) or whole (12). Rows go in by runs of one
 size, in their order: ids follow that order.
@@ -10,7 +10,6 @@ import functools
 import itertools
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core import jsonutil
@@ -20,19 +19,9 @@ from hermes_state_tools.core.schema import SESSION_FIELDS
 from hermes_state_tools.core.surrogates import without_surrogates
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.prepare import Prepared
+    from hermes_state_tools.ingest.planning.prepared import Prepared
 
 _SESSION_FIELD_SET = frozenset(SESSION_FIELDS)
-
-
-@dataclass(frozen=True)
-class StagedRows:
-    """A session's rows, already written by the reader process to the batch's staging file
-    (rowids first .. first + count - 1 of its `rows` table), so the writer copies them in one
-    INSERT ... SELECT instead of binding each value from Python."""
-
-    first: int
-    count: int
 
 
 # Rows per INSERT of many VALUES: under SQLite's oldest limit of 999 bound values for 12 columns.

@@ -1,12 +1,12 @@
 """The repeats a snapshot of the gateway's double-write bug holds, which the timed copies of its
-session do not: the timed copies' multiplicity wins (ingest/merge_copies.py drops the rest)."""
+session do not: the timed copies' multiplicity wins (ingest/copies/merge.py drops the rest)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from hermes_state_tools.ingest.align import Key
+from hermes_state_tools.ingest.copies.align import Key
 
 
 def _runs(keys: Sequence[Key], exchanges: bool) -> list[tuple[tuple[Key, ...], list[int]]]:

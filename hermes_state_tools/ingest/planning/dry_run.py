@@ -8,15 +8,14 @@ from typing import Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS, Row
-from hermes_state_tools.ingest.merge_copies import (
+from hermes_state_tools.ingest.copies.merge import (
     ENRICHED_COLUMNS,
     PARTS_KEY,
     Enrichment,
     Existing,
     ExistingMessage,
 )
-from hermes_state_tools.ingest.prepare import Prepared
-from hermes_state_tools.ingest.rows import StagedRows
+from hermes_state_tools.ingest.planning.prepared import Prepared, StagedRows
 
 
 def as_written(item: Prepared, before: Existing | None) -> Existing:

@@ -1,7 +1,7 @@
 """Plan one session's import: merge every copy of it into what the database already holds.
 
 Pure functions: the database state comes in as plain data (the existing row and its
-messages), the plan goes out; writer.py turns plans into SQL.
+messages), the plan goes out; writing/writer.py turns plans into SQL.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import GENERATED_CALL_PREFIX, LegacyMessage, LegacySession, Problem
-from hermes_state_tools.ingest.align import (
+from hermes_state_tools.ingest.copies.align import (
     CLOCK_SLACK_S,
     Key,
     align,
@@ -21,10 +21,10 @@ from hermes_state_tools.ingest.align import (
     save_time_holds,
     unpair_out_of_time,
 )
-from hermes_state_tools.ingest.inflated import inflated
-from hermes_state_tools.ingest.masked_copies import Copy, masked_notice, realigned, unmasked_side
-from hermes_state_tools.ingest.session_row import first_value, new_row, session_fields
-from hermes_state_tools.ingest.timeline import STEP, place_run
+from hermes_state_tools.ingest.copies.inflated import inflated
+from hermes_state_tools.ingest.copies.masked import Copy, masked_notice, realigned, unmasked_side
+from hermes_state_tools.ingest.copies.session_row import first_value, new_row, session_fields
+from hermes_state_tools.ingest.copies.timeline import STEP, place_run
 
 # Copies are merged richest first, so the first copy of a message decides its content.
 KIND_ORDER = {"export": 0, "index": 1, "jsonl": 2, "snapshot": 3, "save": 4, "sharegpt": 5}
@@ -56,7 +56,7 @@ class ExistingMessage:
     tool_calls: Any
     timestamp: float
     key: Key | None = None  # the alignment key, when it was computed while reading (content is then None
-    # unless the text holds redaction masks or a copy does: existing.load_existing)
+    # unless the text holds redaction masks or a copy does: stored.load_existing)
     missing: frozenset[str] = frozenset()  # ENRICHED_COLUMNS that are NULL (or '') in the stored row
     extra_keys: frozenset[str] = frozenset()  # keys of the row's extra data
 

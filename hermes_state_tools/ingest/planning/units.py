@@ -16,7 +16,7 @@ from hermes_state_tools.importers import read_file
 from hermes_state_tools.importers.build import file_id
 from hermes_state_tools.importers.discover import name_shape
 from hermes_state_tools.importers.jsonl import PlainTranscript, read_plain
-from hermes_state_tools.ingest.readahead import ReadAhead
+from hermes_state_tools.ingest.planning.readahead import ReadAhead
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Unit:
     end_hint: float | None = None  # a snapshot's last_updated: where untimed messages may spread to
     index_entry: LegacySession | None = None
     # A session new to the database whose one file is a plain transcript: its lines, planned
-    # without a LegacyMessage each (prepare.plain_plan); `copies` then holds its session alone.
+    # without a LegacyMessage each (prepared.plain_plan); `copies` then holds its session alone.
     plain: PlainTranscript | None = None
 
     def with_copies(self, copies: list[LegacySession]) -> Unit:

@@ -19,11 +19,12 @@ from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.message_rows import MESSAGE_COLUMNS
 from hermes_state_tools.core.schema import SESSION_FIELDS, SESSIONS_COLUMNS
 from hermes_state_tools.errors import ImportReaderError
-from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
+from hermes_state_tools.ingest.planning.prepared import StagedRows
+from hermes_state_tools.ingest.writing.rows import insert_rows, session_values
 from hermes_state_tools.tables import extras
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.prepare import Prepared
+    from hermes_state_tools.ingest.planning.prepared import Prepared
 
 SCHEMA_NAME = "hst_staged"  # what the writer attaches a staging file as
 _COLUMNS = ", ".join(MESSAGE_COLUMNS)

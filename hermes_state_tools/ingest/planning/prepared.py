@@ -13,27 +13,26 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from hermes_state_tools.core.frozen import built
 from hermes_state_tools.core.message_rows import Row, message_row, tool_call_increment
 from hermes_state_tools.core.records import LegacySession, Problem
-from hermes_state_tools.ingest.rows import StagedRows
-from hermes_state_tools.ingest.session_row import new_row
-from hermes_state_tools.ingest.units import ReadLog, Unit
+from hermes_state_tools.ingest.copies.session_row import new_row
+from hermes_state_tools.ingest.planning.units import ReadLog, Unit
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.existing import Fingerprint
-    from hermes_state_tools.ingest.merge_copies import Enrichment, Existing, SessionPlan
+    from hermes_state_tools.ingest.copies.merge import Enrichment, Existing, SessionPlan
+    from hermes_state_tools.ingest.copies.stored import Fingerprint
 
-# One write transaction's size: long enough to amortise a commit and an FTS segment, short enough
-# that a concurrent Hermes writer waits a fraction of a second at most (big tool outputs count
-# by their bytes, since indexing time follows the text, not the row count).
-BATCH_MESSAGES = 4000
-BATCH_SESSIONS = 400
-BATCH_BYTES = 4 * 2**20
-FIRST_BATCH_SHARE = 8
+@dataclass(frozen=True)
+class StagedRows:
+    """A session's rows, already written by the reader process to the batch's staging file
+    (rowids first .. first + count - 1 of its `rows` table), so the writer copies them in one
+    INSERT ... SELECT instead of binding each value from Python."""
+
+    first: int
+    count: int
 
 
 # A unit without its copies (Prepared.unit): enough to read a session's files and plan it again. The
@@ -47,7 +46,7 @@ class Prepared:
     create: bool
     row: dict[str, Any]  # never changed once made (the writer works on a copy)
     session_extra: dict[str, Any]  # likewise
-    rows: tuple[Row, ...] | StagedRows  # messages rows in column order (see rows.py), or where they were staged
+    rows: tuple[Row, ...] | StagedRows  # messages rows (core/message_rows.py), or where they were staged
     message_extras: tuple[tuple[int, dict[str, Any]], ...]  # (index into rows, extra data)
     tool_calls: int | None  # None: count in SQL after writing (see _tool_call_count)
     duplicates: int
@@ -75,7 +74,7 @@ class Prepared:
     @property
     def plain_create(self) -> bool:
         """A new session with nothing to write but its row, its extra data and its messages (nearly
-        every session of a first import): written in runs, not one by one (writer.py)."""
+        every session of a first import): written in runs, not one by one (writing/writer.py)."""
         return (self.create and self.tool_calls is not None and not self.row.get("title")
                 and self.row.get("parent_session_id") is None
                 and not (self.message_extras or self.retimed or self.enrich or self.foreign_ids))
@@ -115,8 +114,8 @@ def prepare(conn: sqlite3.Connection | None, unit: Unit, pretend: Existing | Non
         return plain_plan(unit)
     # The careful path's modules load on its first use: the reader process, which plans plain
     # transcripts alone in a first import, starts without them.
-    from hermes_state_tools.ingest.existing import fingerprint_of, load_existing, texts_wanted
-    from hermes_state_tools.ingest.merge_copies import plan_session
+    from hermes_state_tools.ingest.copies.merge import plan_session
+    from hermes_state_tools.ingest.copies.stored import fingerprint_of, load_existing, texts_wanted
 
     if pretend is not None:
         existing: Existing | None = pretend
@@ -189,66 +188,3 @@ def plain_plan(unit: Unit) -> Prepared:
     )
 
 
-class StagedCreates(NamedTuple):
-    """A batch of new sessions, each read from one plain transcript, whose sessions rows and messages
-    were all staged (in batch order: the Nth session is rowid N of the staging file's sessions, its
-    rows follow the rows of the one before). The writer copies them in SQL: no plan per session
-    crosses the pipe, only what counting them and planning one again (should it have changed) needs."""
-
-    shells: tuple[tuple[str, str, float, float | None], ...]  # (session id, its file, fallback_start, end_hint)
-    counts: tuple[int, ...]  # each session's messages
-    parked: frozenset[str]  # the sessions whose parent link waits in their extra data (writer.Written)
-    extra: bool  # some session holds extra data
-
-    @classmethod
-    def of(cls, staged: tuple[Prepared, ...]) -> StagedCreates | None:
-        """The block of a staged batch, when every session of it is such a create (None otherwise)."""
-        if not all(item.staged_session == number and item.plain_create and isinstance(item.rows, StagedRows)
-                   and not (item.problems or item.duplicates or item.unit.index_entry) and len(item.unit.files) == 1
-                   for number, item in enumerate(staged, 1)) or len({item.session_id for item in staged}) < len(staged):
-            return None  # (two copies of one session: the second's plan says what the first left)
-        return cls(tuple((item.session_id, item.unit.files[0], item.unit.fallback_start, item.unit.end_hint)
-                         for item in staged), tuple(item.message_count for item in staged),
-                   frozenset(item.session_id for item in staged if "parent_session_id" in item.session_extra),
-                   any(item.session_extra for item in staged))
-
-    @property
-    def session_ids(self) -> list[str]:
-        return [session_id for session_id, *_ in self.shells]
-
-    def unit(self, number: int) -> Shell:
-        """The Nth session's unit without its copies (Prepared.unit), to read and plan again."""
-        session_id, file, fallback, end = self.shells[number]
-        return Unit(session_id, [], (file,), fallback, end)
-
-
-class Batch(NamedTuple):
-    """One write transaction's sessions, and the staging file holding their rows (None: in memory);
-    or (`creates`, then with no items) a block of new sessions staged whole."""
-
-    items: tuple[Prepared, ...]
-    staging: Path | None = None
-    creates: StagedCreates | None = None
-
-    @property
-    def messages(self) -> int:
-        """The messages the batch's files held (stored or found stored already)."""
-        held = sum(p.message_count + p.duplicates for p in self.items)
-        return held + sum(self.creates.counts if self.creates else ())
-
-
-def batches(prepared: Iterator[Prepared]) -> Iterator[tuple[Prepared, ...]]:
-    """Group prepared sessions into write transactions of bounded size. The first is an eighth of
-    the others, so the writer starts as soon as possible while the reader reads on."""
-    batch: list[Prepared] = []
-    rows = text = 0
-    share = FIRST_BATCH_SHARE
-    for item in prepared:
-        batch.append(item)
-        rows += item.message_count + item.duplicates
-        text += sum(len(row[2] or "") for row in item.rows) if not isinstance(item.rows, StagedRows) else 0
-        if rows * share >= BATCH_MESSAGES or text * share >= BATCH_BYTES or len(batch) * share >= BATCH_SESSIONS:
-            yield tuple(batch)
-            batch, rows, text, share = [], 0, 0, 1
-    if batch:
-        yield tuple(batch)

@@ -1,6 +1,6 @@
 """A new session's row from its copies: the sessions columns they give (each the first copy's that has
 one), and the times, source and counters a new row needs. Apart from the merging of messages
-(merge_copies.py), so that planning a plain transcript loads only this (the reader process starts sooner)."""
+(merge.py), so that planning a plain transcript loads only this (the reader process starts sooner)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from typing import Any
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import FOREIGN_ROLES, LegacySession
 from hermes_state_tools.core.schema import table_columns
-from hermes_state_tools.ingest.align import durable_text, message_key
-from hermes_state_tools.ingest.merge_copies import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
-from hermes_state_tools.ingest.redaction import has_mask
+from hermes_state_tools.ingest.copies.align import durable_text, message_key
+from hermes_state_tools.ingest.copies.merge import ENRICHED_COLUMNS, PARTS_KEY, Existing, ExistingMessage
+from hermes_state_tools.ingest.copies.redaction import has_mask
 from hermes_state_tools.tables import extras, lineage
 
 Fingerprint = tuple[int, int] | None  # (message count, highest message id), None when the session is absent
@@ -19,7 +19,7 @@ Fingerprint = tuple[int, int] | None  # (message count, highest message id), Non
 
 def texts_wanted(copies: Iterable[LegacySession]) -> bool:
     """Whether a copy holds text with redaction masks: only then are the stored texts needed
-    (to tell whether one is that text unmasked, masked_copies.py)."""
+    (to tell whether one is that text unmasked, masked.py)."""
     return any(_masked_content(m.content) for c in copies for m in c.messages)
 
 

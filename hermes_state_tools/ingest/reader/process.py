@@ -1,7 +1,7 @@
 """The import's reader process: reads and plans, stages each batch's rows in a file of its own, and
 sends the batch down its channel; the importing process acknowledges each committed batch on stdin.
 
-Started by worker.remote_batches. When the importing process goes away (its end of stdin
+Started by remote.remote_batches. When the importing process goes away (its end of stdin
 closes), the reader stops and removes its staging folder. It ignores Ctrl-C, SIGTERM and SIGHUP (the importing
 process handles it and the reader follows through the pipes), and its stdout is stderr: the
 channel is a private copy of the original stdout, so nothing printed can garble a frame.
@@ -26,11 +26,10 @@ from typing import BinaryIO, cast
 from hermes_state_tools.core import scratch
 from hermes_state_tools.core.paths import unclaimed
 from hermes_state_tools.importers.discover import discover_names
-from hermes_state_tools.ingest.channel import READ_AHEAD, Find, Read, send
-from hermes_state_tools.ingest.prepare import Batch, StagedCreates
-from hermes_state_tools.ingest.staging import stage_batch
-from hermes_state_tools.ingest.units import ReadLog
-from hermes_state_tools.ingest.worker import prepared_batches
+from hermes_state_tools.ingest.planning.batches import Batch, StagedCreates, prepared_batches
+from hermes_state_tools.ingest.planning.units import ReadLog
+from hermes_state_tools.ingest.reader.channel import READ_AHEAD, Find, Read, send
+from hermes_state_tools.ingest.writing.staging import stage_batch
 
 # The reader allocates some 10^5 rows a batch, and the cyclic collector, started by those
 # allocations, walks them again and again to free next to nothing (a few hundred objects in a run

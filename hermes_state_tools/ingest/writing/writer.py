@@ -19,15 +19,17 @@ from hermes_state_tools.core.layouts import FileLayout, SearchIndex, normalized,
 from hermes_state_tools.core.records import Problem
 from hermes_state_tools.core.surrogates import without_surrogates
 from hermes_state_tools.core.words import plural
-from hermes_state_tools.ingest.existing import fingerprint
-from hermes_state_tools.ingest.merge_copies import MASKED_KEY
-from hermes_state_tools.ingest.rows import StagedRows, insert_rows, session_values
-from hermes_state_tools.ingest.session_row import IMPORTED_END_REASON
-from hermes_state_tools.ingest.staging import insert_staged, insert_staged_sessions
+from hermes_state_tools.ingest.copies.merge import MASKED_KEY
+from hermes_state_tools.ingest.copies.session_row import IMPORTED_END_REASON
+from hermes_state_tools.ingest.copies.stored import fingerprint
+from hermes_state_tools.ingest.planning.prepared import StagedRows
+from hermes_state_tools.ingest.writing.rows import insert_rows, session_values
+from hermes_state_tools.ingest.writing.staging import insert_staged, insert_staged_sessions
 from hermes_state_tools.tables import counters, extras, foreign_rows, later_columns, lineage, titles
 
 if TYPE_CHECKING:
-    from hermes_state_tools.ingest.prepare import Prepared, Shell, StagedCreates
+    from hermes_state_tools.ingest.planning.batches import StagedCreates
+    from hermes_state_tools.ingest.planning.prepared import Prepared, Shell
 
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import LegacyMessage, LegacySession, Problem
-from hermes_state_tools.ingest.align import Key, align, comparable_text, pair_in_gaps
-from hermes_state_tools.ingest.redaction import has_mask, unredacted_side
+from hermes_state_tools.ingest.copies.align import Key, align, comparable_text, pair_in_gaps
+from hermes_state_tools.ingest.copies.redaction import has_mask, unredacted_side
 
 
 @dataclass(frozen=True)
