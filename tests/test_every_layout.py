@@ -116,7 +116,7 @@ def test_search_finds_what_that_hermes_finds(name: str, tmp_path: Path) -> None:
 
     db = load(name, tmp_path / "state.db")
     for query_text, found in manifest()[name]["hermes_view"]["search"].items():
-        ours = sorted(hit["id"] for hit in search_report(db, query_text, limit=1000)["results"])
+        ours = sorted(hit["id"] for hit in search_report(db, query_text, limit=1000).results)
         assert ours == found, query_text
 
 
@@ -126,8 +126,8 @@ def test_archived_sessions_are_listed_only_with_all(name: str, tmp_path: Path) -
 
     db = load(name, tmp_path / "state.db")
     archived = set(manifest()[name]["scenario"]["archived"])
-    assert not archived & {s["id"] for s in list_page(db, limit=1000)["sessions"]}
-    assert archived <= {s["id"] for s in list_page(db, limit=1000, show_all=True)["sessions"]}
+    assert not archived & {s["id"] for s in list_page(db, limit=1000).sessions}
+    assert archived <= {s["id"] for s in list_page(db, limit=1000, show_all=True).sessions}
 
 
 @pytest.mark.parametrize("name", [n for n in names("populated") if manifest()[n]["scenario"].get("rewound_messages")])
@@ -137,9 +137,9 @@ def test_sessions_show_leaves_out_rewound_messages_unless_all(name: str, tmp_pat
     db = load(name, tmp_path / "state.db")
     rewound = set(manifest()[name]["scenario"]["rewound_messages"])
     session = query(db, f"SELECT session_id FROM messages WHERE id = {min(rewound)}")[0]["session_id"]
-    shown = {m["id"] for m in show_session(db, session)["messages"]}
+    shown = {m["id"] for m in show_session(db, session).messages}
     assert not shown & rewound
-    assert rewound <= {m["id"] for m in show_session(db, session, show_all=True)["messages"]}
+    assert rewound <= {m["id"] for m in show_session(db, session, show_all=True).messages}
     assert sorted(shown) == manifest()[name]["hermes_view"]["messages"][session]
 
 
@@ -168,7 +168,7 @@ def test_sessions_list_shows_only_what_that_hermes_lists(name: str, tmp_path: Pa
     from hermes_state_tools.views.sessions import list_page
 
     db = load(name, tmp_path / "state.db")
-    ours = {s["id"] for s in list_page(db, limit=10_000)["sessions"]}
+    ours = {s["id"] for s in list_page(db, limit=10_000).sessions}
     assert ours <= set(manifest()[name]["hermes_view"]["picker"])
 
 

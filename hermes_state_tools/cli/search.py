@@ -106,6 +106,6 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
     """
     query = " ".join(word.removeprefix(_QUERY_MARK) for word in words)
     report = search_report(settings().db, query, list(sources) or None, list(roles) or None, limit, show_all)
-    emit({"ok": True, "query": query, **report}, _human)
-    if not report["results"]:  # nothing found: exit 1, so that `if hermes-state search ...` reads as with grep
+    emit(report.as_dict(), _human)
+    if not report.results:  # nothing found: exit 1, so that `if hermes-state search ...` reads as with grep
         sys.exit(EXIT_PROBLEMS)

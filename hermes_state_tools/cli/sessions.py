@@ -83,7 +83,7 @@ def list_(source: str | None, limit: int, show_all: bool, as_json: bool) -> None
       hermes-state sessions list
       hermes-state sessions list --source discord --limit 50 --json
     """
-    emit({"ok": True, **list_page(settings().db, source, limit, show_all)}, _human_list)
+    emit(list_page(settings().db, source, limit, show_all).as_dict(), _human_list)
 
 
 def _human_message(message: dict[str, Any], full: bool, colour: bool) -> list[str]:
@@ -140,7 +140,7 @@ def show(session_id: str, full: bool, no_pager: bool, show_all: bool, as_json: b
       hermes-state sessions show a1c4e9b2 --full
       hermes-state sessions show 20260310_18 --json
     """
-    doc = {"ok": True, **show_session(settings().db, session_id, show_all)}
+    doc = show_session(settings().db, session_id, show_all).as_dict()
     if as_json:
         emit(doc, _human_show)
         return
@@ -178,7 +178,7 @@ def lineage(session_id: str, as_json: bool) -> None:
       hermes-state sessions lineage 20260310_184211_a1c4e9b2
       hermes-state sessions lineage 20260310_18 --json
     """
-    emit({"ok": True, **session_lineage(settings().db, session_id)}, _human_lineage)
+    emit(session_lineage(settings().db, session_id).as_dict(), _human_lineage)
 
 
 def _stat_cells(group: dict[str, Any]) -> list[str]:
@@ -208,4 +208,4 @@ def stats(as_json: bool) -> None:
       hermes-state sessions stats
       hermes-state --db ~/.hermes/state.db sessions stats --json
     """
-    emit({"ok": True, **usage_stats(settings().db)}, _human_stats)
+    emit(usage_stats(settings().db).as_dict(), _human_stats)

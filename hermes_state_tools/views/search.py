@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.layouts import read_layout
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import FTS_TABLE, is_newer, read_version
 from hermes_state_tools.errors import DamagedDatabaseError, SearchIndexMissingError
 from hermes_state_tools.search.query import answer
@@ -16,8 +18,19 @@ from hermes_state_tools.tables.fts import missing_objects
 from hermes_state_tools.views.sessions import require_sources
 
 
+@dataclass(frozen=True, kw_only=True)
+class SearchReport(Report):
+    """`search`'s --json, in its order; each result the dict the search gives (snippet, context)."""
+
+    ok: bool = True
+    query: str
+    results: tuple[dict[str, Any], ...]
+    ranked_among: int | None
+    literal_among: int | None
+
+
 def search_report(path: Path, query: str, source_filter: Any = None, role_filter: Any = None,
-                  limit: int = 20, show_all: bool = False) -> dict[str, Any]:
+                  limit: int = 20, show_all: bool = False) -> SearchReport:
     """The results; `ranked_among`: None when every match was ranked, else how many of the newest
     matches were (the query matched more: a common word); `literal_among`: None unless no whole word
     matched and the literal look read only the newest messages, then how many."""
@@ -31,7 +44,8 @@ def search_report(path: Path, query: str, source_filter: Any = None, role_filter
             raise DamagedDatabaseError(path, str(exc)) from exc
         finally:
             conn.execute("ROLLBACK")
-        return {"results": found.results, "ranked_among": found.ranked_among, "literal_among": found.literal_among}
+        return SearchReport(query=query, results=tuple(found.results), ranked_among=found.ranked_among,
+                            literal_among=found.literal_among)
 
 
 def _require_index(path: Path, conn: sqlite3.Connection) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_state_tools.core.layouts import read_layout
+from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.errors import SessionIdError, UnknownSourceError
 from hermes_state_tools.store.opening import reading
@@ -24,6 +26,40 @@ _WITH_MESSAGE_COUNTS = (
 
 
 _LISTED_MATCHES = 10
+
+
+# The reports of `sessions list/show/lineage/stats`: each field a key of the command's --json, in order
+# (`ok` first); the rows inside stay the dicts the session and message tables give.
+@dataclass(frozen=True, kw_only=True)
+class SessionListReport(Report):
+    ok: bool = True
+    sessions: tuple[dict[str, Any], ...]
+    total: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionReport(Report):
+    ok: bool = True
+    session: dict[str, Any] | None
+    messages: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LineageReport(Report):
+    ok: bool = True
+    session: dict[str, Any]
+    root_id: str
+    ancestors: tuple[dict[str, Any], ...]
+    descendants: tuple[dict[str, Any], ...]
+    cycle: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageReport(Report):
+    ok: bool = True
+    totals: dict[str, Any]
+    by_model: tuple[dict[str, Any], ...]
+    by_source: tuple[dict[str, Any], ...]
 
 
 def _ambiguous(what: str, matches: list[str]) -> SessionIdError:
@@ -93,7 +129,7 @@ def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any
             "chain_started_at": item.get("started_at"), "chain_message_count": total}
 
 
-def list_page(path: Path, source: str | None = None, limit: int = 20, show_all: bool = False) -> dict[str, Any]:
+def list_page(path: Path, source: str | None = None, limit: int = 20, show_all: bool = False) -> SessionListReport:
     """One page of the session list (top-level conversations newest first, with preview), and how many
     top-level conversations there are in all; sessions the file's Hermes keeps out of its lists
     (archived ones) are left out unless `show_all`."""
@@ -106,10 +142,10 @@ def list_page(path: Path, source: str | None = None, limit: int = 20, show_all: 
         where += f" AND {file.listed_sessions('sessions')}" if listed else ""
         total = conn.execute(f"SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NULL {where}",
                              params).fetchone()[0]
-        return {"sessions": [_with_chain(conn, item) for item in items], "total": total}
+        return SessionListReport(sessions=tuple(_with_chain(conn, item) for item in items), total=total)
 
 
-def show_session(path: Path, id_or_prefix: str, show_all: bool = False) -> dict[str, Any]:
+def show_session(path: Path, id_or_prefix: str, show_all: bool = False) -> SessionReport:
     """One session's row and its messages in order, each with the extra data an import kept
     (`mirror`: the message was copied from another platform's conversation); the messages the file's
     Hermes keeps out of the conversation (rewound, compacted away) are left out unless `show_all`."""
@@ -123,7 +159,7 @@ def show_session(path: Path, id_or_prefix: str, show_all: bool = False) -> dict[
             if extra.get("mirror"):
                 message["mirror"] = True
                 message["mirror_source"] = extra.get("mirror_source")
-        return {"session": sessions.get(conn, session_id), "messages": found}
+        return SessionReport(session=sessions.get(conn, session_id), messages=tuple(found))
 
 
 def _summary(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
@@ -134,7 +170,7 @@ def _summary(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     return {key: row.get(key) for key in _SUMMARY}
 
 
-def session_lineage(path: Path, id_or_prefix: str) -> dict[str, Any]:
+def session_lineage(path: Path, id_or_prefix: str) -> LineageReport:
     """Ancestors (nearest first; `root_id` the top) and descendants (with depth); bounded, cycle-safe."""
     with reading(path, allow_newer=True) as conn:
         session_id = resolve(conn, id_or_prefix)
@@ -142,13 +178,13 @@ def session_lineage(path: Path, id_or_prefix: str) -> dict[str, Any]:
         down = lineage.descendants(conn, session_id)
         top = sessions.get(conn, up[-1] if up else session_id)
         cycle = top is not None and top["parent_session_id"] in {session_id, *up}
-        return {
-            "session": _summary(conn, session_id),
-            "root_id": up[-1] if up else session_id,
-            "ancestors": [_summary(conn, ancestor) for ancestor in up],
-            "descendants": [{**_summary(conn, d["id"]), "depth": d["depth"]} for d in down],
-            "cycle": cycle,
-        }
+        return LineageReport(
+            session=_summary(conn, session_id),
+            root_id=up[-1] if up else session_id,
+            ancestors=tuple(_summary(conn, ancestor) for ancestor in up),
+            descendants=tuple({**_summary(conn, d["id"]), "depth": d["depth"]} for d in down),
+            cycle=cycle,
+        )
 
 
 def _sums(conn: sqlite3.Connection) -> str:
@@ -160,21 +196,21 @@ def _sums(conn: sqlite3.Connection) -> str:
     return ", ".join(terms)
 
 
-def _grouped(conn: sqlite3.Connection, column: str) -> list[dict[str, Any]]:
+def _grouped(conn: sqlite3.Connection, column: str) -> tuple[dict[str, Any], ...]:
     """The totals for each value of `column` (model or source), most sessions first."""
     rows = conn.execute(
         f"SELECT s.{column} AS {column}, {_sums(conn)} {_WITH_MESSAGE_COUNTS} "
         f"GROUP BY s.{column} ORDER BY sessions DESC, s.{column}"
     )
-    return [dict(row) for row in rows]
+    return tuple(dict(row) for row in rows)
 
 
-def usage_stats(path: Path) -> dict[str, Any]:
+def usage_stats(path: Path) -> UsageReport:
     """Sessions, messages, tokens and cost: in total, by model and by source."""
     with reading(path, allow_newer=True) as conn:
         conn.execute("BEGIN")  # the three totals from one snapshot
         try:
             totals = dict(conn.execute(f"SELECT {_sums(conn)} {_WITH_MESSAGE_COUNTS}").fetchone())
-            return {"totals": totals, "by_model": _grouped(conn, "model"), "by_source": _grouped(conn, "source")}
+            return UsageReport(totals=totals, by_model=_grouped(conn, "model"), by_source=_grouped(conn, "source"))
         finally:
             conn.execute("ROLLBACK")
