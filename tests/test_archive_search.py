@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,17 @@ from archive_helpers import push, run
 from hermes_state_tools import SessionDB
 
 
-@pytest.fixture
-def fleet(tmp_path: Path, archive_url: str) -> str:
-    """Two hosts whose session ids overlap, with words, phrases, CJK and roles to tell apart."""
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Two hosts whose session ids overlap, with words, phrases, CJK and roles to tell apart: one archive
+    for the module's searches, which only read it."""
+    from pg import new_database
+
+    for archive_url in new_database():
+        yield _push_fleet(tmp_path_factory.mktemp("fleet"), archive_url)
+
+
+def _push_fleet(tmp_path: Path, archive_url: str) -> str:
     texts = {
         "laptop": [("user", "deploy nginx on the laptop"), ("assistant", "nginx restarted after deploy"),
                    ("tool", "disk usage 93 percent"), ("user", "東京の天気は晴れです"), ("user", "東京nginxが落ちた")],

@@ -119,12 +119,14 @@ def test_a_real_datasette_server_has_the_search_box_and_filters(store: Path) -> 
                             stderr=subprocess.PIPE, start_new_session=True, env={**os.environ, "TMPDIR": str(scratch)})
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
+        deadline = time.monotonic() + 120  # until the server answers; a safety net, not a bound
+        while True:
             try:
                 _get(base + "/-/versions.json")
                 break
             except (urllib.error.URLError, ConnectionError):
                 assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+                assert time.monotonic() < deadline, "the server never answered"
                 time.sleep(0.1)
         html = _get(f"{base}/state/messages")
         assert 'name="_search"' in html

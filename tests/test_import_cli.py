@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import file_digests
+from helpers import file_digests, hermes_state
 from import_helpers import (
     HOME_SESSIONS,
     LEGACY,
@@ -372,8 +372,8 @@ def test_a_file_name_that_is_not_utf8_imports_once_and_is_reported_printably(tmp
     write_jsonl(folder / name, [{"role": "user", "content": "hello there", "timestamp": 1772359200.0}])
     db = tmp_path / "state.db"
     reports = []
-    for options in ([], [], ["--dry-run"]):
-        done = run_module("--db", db, "import-jsonl", folder, "--json", "--no-progress", *options)
+    for options in ([], [], ["--dry-run"]):  # as the program runs them, in this process (the reports)
+        done = hermes_state("--db", db, "import-jsonl", folder, "--json", "--no-progress", *options)
         assert done.returncode == 0, done.stderr
         reports.append(json.loads(done.stdout))
     first, again, dry = reports
@@ -385,7 +385,7 @@ def test_a_file_name_that_is_not_utf8_imports_once_and_is_reported_printably(tmp
     for report in reports:
         assert [(p["kind"], p["file"]) for p in report["problems"]] == [("lone_surrogate", printed)]
     assert query(db, "SELECT id FROM sessions WHERE id LIKE 'bad%'") == [{"id": "bad\ufffd\ufffd_1"}]
-    human = run_module("--db", db, "import-jsonl", folder, "--no-progress")
+    human = run_module("--db", db, "import-jsonl", folder, "--no-progress")  # a real process's stdout
     assert human.returncode == 0 and "bad\\xff\\xfe_1.jsonl" in human.stdout, human.stderr
 
 

@@ -40,6 +40,35 @@ def run(*args: object, user: list[str] | None = None, cwd: Path | None = None) -
                           cwd=cwd or "/")
 
 
+# Several commands in one process of another uid: each as `hermes-state` runs it (click's main, its exit
+# code, stdout and stderr apart; an exception the command line let through is its traceback on stderr and
+# exit 1, as the real program's), where one interpreter per command would take most of the test's time.
+_COMMANDS_IN_ONE_PROCESS = """
+import json, sys, traceback
+from click.testing import CliRunner
+from hermes_state_tools.cli import main
+answers = []
+for args in json.loads(sys.argv[1]):
+    result = CliRunner().invoke(main, args, prog_name="hermes-state")
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    answers.append([result.exit_code, result.stdout, stderr])
+print(json.dumps(answers))
+"""
+
+
+def run_commands(*commands: list[object], user: list[str]) -> list[subprocess.CompletedProcess[str]]:
+    """`hermes-state ARGS` for each ARGS of `commands` in turn, in one real process of `user`'s uid."""
+    argv = [[str(a) for a in args] for args in commands]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HERMES_HOME": "/nonexistent"}
+    done = subprocess.run([*user, sys.executable, "-c", _COMMANDS_IN_ONE_PROCESS, json.dumps(argv)],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=env, cwd="/")
+    assert done.returncode == 0, done.stderr
+    return [subprocess.CompletedProcess(args, code, out, err) for args, (code, out, err)
+            in zip(argv, json.loads(done.stdout), strict=True)]
+
+
 def _can_run_as_nobody() -> str | None:
     if shutil.which("setpriv") is None:
         return "setpriv is not installed"
@@ -91,16 +120,17 @@ def test_a_read_only_folder_is_readable_by_every_read_command_as_nobody(tmp_path
         path.chmod(0o444)
     folder.chmod(0o555)
     before = {p.name: sha256(p) for p in folder.iterdir()}
-    for args in READ_COMMANDS:
-        result = run("--db", folder / "state.db", *args, user=NOBODY)
-        assert result.returncode == 0, (args, result.stderr)
-        assert "readonly" not in result.stderr
-    status = json.loads(run("--db", folder / "state.db", "status", "--json", user=NOBODY).stdout)
-    assert status["sessions"] == (4 if layout == "clean" else 5)  # the WAL's committed row is seen
     out = public_dir / "out"
     out.mkdir()
     out.chmod(0o777)
-    assert run("--db", folder / "state.db", "backup", out / "copy.db", user=NOBODY).returncode == 0
+    db = ["--db", folder / "state.db"]
+    *reads, status, backup = run_commands(*([*db, *args] for args in READ_COMMANDS), [*db, "status", "--json"],
+                                          [*db, "backup", out / "copy.db"], user=NOBODY)
+    for result in reads:
+        assert result.returncode == 0, (result.args, result.stderr)
+        assert "readonly" not in result.stderr
+    assert json.loads(status.stdout)["sessions"] == (4 if layout == "clean" else 5)  # the WAL's committed row is seen
+    assert backup.returncode == 0, backup.stderr
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
 
 
@@ -145,9 +175,10 @@ def test_upgrade_of_a_current_file_this_user_cannot_write_has_nothing_to_do(tmp_
     store = build_healthy(tmp_path / "state.db")
     folder = _store_for_nobody(public_dir, store, 0o666 if writable_file else 0o444, 0o555).parent
     before = {p.name: sha256(p) for p in folder.iterdir()}
-    result = run("--db", folder / "state.db", "upgrade", "--no-progress", user=NOBODY)
+    result, as_json = run_commands(["--db", folder / "state.db", "upgrade", "--no-progress"],
+                                   ["--db", folder / "state.db", "upgrade", "--json"], user=NOBODY)
     assert result.returncode == 0 and "nothing to do" in result.stdout, result.stderr
-    done = json.loads(run("--db", folder / "state.db", "upgrade", "--json", user=NOBODY).stdout)
+    done = json.loads(as_json.stdout)
     assert (done["from_version"], done["to_version"], done["steps"], done["backup"]) == (6, 6, [], None)
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
 

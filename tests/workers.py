@@ -53,13 +53,15 @@ def read_until(path: str, ready: Any, start: Any, stop: Any, queue: Any) -> None
     _report(queue, "reader", body)
 
 
-def hold_write_lock(path: str, seconds: float, ready: Any) -> None:
-    """Take the write lock with BEGIN IMMEDIATE, write, hold it for `seconds`, commit."""
+def hold_write_lock(path: str, seconds: float, ready: Any, committing: Any) -> None:
+    """Take the write lock with BEGIN IMMEDIATE, write, hold it for `seconds`, commit; `committing` (a
+    shared double) gets time.monotonic() as the COMMIT that releases the lock begins."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("UPDATE sessions SET system_prompt = 'held' WHERE id = 'shared'")
     ready.set()
     time.sleep(seconds)
+    committing.value = time.monotonic()
     conn.execute("COMMIT")
     conn.close()
 
