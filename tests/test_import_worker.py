@@ -108,6 +108,15 @@ def test_the_reader_process_stores_exactly_what_an_in_process_import_stores(tmp_
     assert sorted(tmp_path.iterdir()) == [tmp_path / n for n in ("before", "local.db", "sessions", "staged.db")]
 
 
+def _slow_writer(scratch: Path) -> None:
+    """A writer slower than the reader: it waits until two staged files are queued (then the reader
+    has run ahead as far as it may), at most a second (the last batches have nothing behind them)."""
+    deadline = time.monotonic() + 1.0
+    while sum(path.is_file() for path in scratch.rglob("*")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # a little longer: room to run further ahead, which must stop at READ_AHEAD files
+
+
 def test_batches_arrive_staged_and_the_reader_never_runs_far_ahead(tmp_path, monkeypatch):
     # Sessions with a 1 MiB tool output: four fill a batch (BATCH_BYTES), so 40 make 10 batches.
     big = "y" * 2**20
@@ -127,7 +136,7 @@ def test_batches_arrive_staged_and_the_reader_never_runs_far_ahead(tmp_path, mon
             staged += 1
         sizes.append(len(batch.items) + (len(batch.creates.counts) if batch.creates else 0))
         assert number > 0 or batch.staging is None  # nothing is queued before the first: never staged
-        time.sleep(0.2)  # a slow writer: the reader gets every chance to run ahead
+        _slow_writer(tmp_path / "tmp")  # the reader gets every chance to run ahead
         if batch.staging is not None:
             most = max(most, len(list(batch.staging.parent.iterdir())))
             batch.staging.unlink()  # what the writer does once the batch is committed
