@@ -21,7 +21,6 @@ import itertools
 import socket
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,19 +111,26 @@ def write_batch(pg: Any, table: str, records: Iterable[tuple[Any, ...]], host: s
     return read, written
 
 
-def append_batch(pg: Any, batch: list[tuple[Any, ...]], host: str, mark: int) -> tuple[int, int]:
-    """Messages above the host's mark: no archive holds them (the mark moves with its rows in one
-    transaction, and one push of a host runs at a time), so they are COPYed straight into the table,
-    at COPY's speed. An archive that holds some anyway (edited by hand) gets the staging merge."""
+def append_batch(pg: Any, records: Iterator[tuple[Any, ...]], host: str, mark: int,
+                 rows_per_batch: int = BATCH_ROWS) -> tuple[int, int, int]:
+    """The next batch of `records` (messages above the host's mark): no archive holds them (the mark
+    moves with its rows in one transaction, and one push of a host runs at a time), so they are
+    COPYed straight into the table, each row sent as soon as it is encoded: the server indexes the
+    rows already sent while this thread reads and encodes the next ones. An archive that holds some
+    anyway (edited by hand) gets the staging merge. Returns (rows read, rows written, the new mark)."""
+    batch: list[tuple[Any, ...]] = []
     try:
         with pg.transaction(), pg.cursor() as cur:
             with cur.copy(_APPEND) as copy:
-                for record in batch:
+                for record in _take(records, _CONTENT_AT, rows_per_batch):
+                    batch.append(record)
                     copy.write_row(record)
+            mark = max(mark, int(batch[-1][1])) if batch else mark
             cur.execute(_MOVE_MARK, (mark, host))
     except driver().errors.UniqueViolation:
-        return write_batch(pg, "messages", batch, host, mark)
-    return len(batch), len(batch)
+        mark = max(mark, int(batch[-1][1]))
+        return (*write_batch(pg, "messages", batch, host, mark), mark)
+    return len(batch), len(batch), mark
 
 
 class LocalFile:
@@ -178,19 +184,22 @@ def _session_chunks(local: LocalFile, host: str, pg: Any) -> Iterator[tuple[list
             yield chunk, {row[0]: bytes(row[1]) for row in cur}
 
 
-def _batches(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int = BATCH_ROWS,
-             ) -> Iterator[list[tuple[Any, ...]]]:
-    """Records in lists of at most `rows_per_batch` rows and about BATCH_BYTES of text at `size_at`."""
-    batch: list[tuple[Any, ...]] = []
+def _take(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int) -> Iterator[tuple[Any, ...]]:
+    """The next records of `records` that make one batch: at most `rows_per_batch` rows and about
+    BATCH_BYTES of text at `size_at` (memory stays flat); the rest stay in `records`."""
     size = 0
-    for record in records:
-        batch.append(record)
+    for count, record in enumerate(records, 1):
+        yield record
         value = record[size_at]
         size += len(value) if isinstance(value, str) else 0
-        if len(batch) >= rows_per_batch or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
+        if count >= rows_per_batch or size >= BATCH_BYTES:
+            return
+
+
+def _batches(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int = BATCH_ROWS,
+             ) -> Iterator[list[tuple[Any, ...]]]:
+    """Records in lists of one batch each (_take)."""
+    while batch := list(_take(records, size_at, rows_per_batch)):
         yield batch
 
 
@@ -230,19 +239,13 @@ def _not_held(records: Iterator[tuple[Any, ...]], held: dict[int, bytes], counts
 
 def _push_new_messages(pg: Any, local: LocalFile, host: str, mark: int, counts: _Counts,
                        on_batch: Callable[[int], None] | None, rows_per_batch: int) -> int:
-    """Step 2: messages above the mark, one batch per transaction, the mark moving with each."""
+    """Step 2: messages above the mark, one batch per transaction, the mark moving with each. One
+    thread reads, encodes and sends: while it encodes, the server works on the rows already sent
+    (a second thread sending would wait for the GIL after each block it sends, and the server idle)."""
     records = (local.message_record(host, row) for row in local.message_rows("m.id > ?", (mark,)))
-    # The server writes one batch while this thread reads and encodes the next (the wait for the
-    # server releases the GIL); batches still commit one after another, in id order.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive-push") as writer:
-        pending: Future[tuple[int, int]] | None = None
-        for batch in _batches(records, _CONTENT_AT, rows_per_batch):
-            if pending is not None:
-                _count_appended(pending.result(), counts, on_batch)
-            mark = max(mark, int(batch[-1][1]))
-            pending = writer.submit(append_batch, pg, batch, host, mark)
-        if pending is not None:
-            _count_appended(pending.result(), counts, on_batch)
+    for first in records:  # each batch takes the records after `first` it holds from the same iterator
+        read, written, mark = append_batch(pg, itertools.chain((first,), records), host, mark, rows_per_batch)
+        _count_appended((read, written), counts, on_batch)
     return mark
 
 
