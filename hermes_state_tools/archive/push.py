@@ -34,7 +34,8 @@ from hermes_state_tools.tables import extras
 
 BATCH_ROWS = 20_000
 BATCH_BYTES = 32 << 20  # a batch of long tool outputs ends early: memory stays flat
-_SESSIONS_PER_LOOK = 500
+_SESSIONS_PER_LOOK = 500  # a slice's messages are looked up with its ids as SQLite parameters
+_SESSIONS_PER_WRITE = 5000  # session rows: fewer, larger transactions
 
 SESSION_COPY = ("host", *(c.name for c in SESSION_COLUMNS), "extra", "hst_extra", "row_hash")
 MESSAGE_COPY = ("host", "local_id", *(c.name for c in MESSAGE_COLUMNS), "extra", "hst_extra", "row_hash", "cjk")
@@ -81,7 +82,8 @@ _MERGE = {"sessions": _merge_sql("sessions", SESSION_COPY, "id"),
           "messages": _merge_sql("messages", MESSAGE_COPY, "local_id")}
 _COPY = {"sessions": f"COPY pg_temp.stage_sessions ({_quoted(SESSION_COPY)}) FROM STDIN",
          "messages": f"COPY pg_temp.stage_messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"}
-_APPEND = f"COPY {NAMESPACE}.messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"
+_APPEND = {"sessions": f"COPY {NAMESPACE}.sessions ({_quoted(SESSION_COPY)}) FROM STDIN",
+           "messages": f"COPY {NAMESPACE}.messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"}
 _MOVE_MARK = f"UPDATE {NAMESPACE}.hosts SET message_mark = greatest(message_mark, %s) WHERE host = %s"
 
 
@@ -121,7 +123,7 @@ def append_batch(pg: Any, records: Iterator[tuple[Any, ...]], host: str, mark: i
     batch: list[tuple[Any, ...]] = []
     try:
         with pg.transaction(), pg.cursor() as cur:
-            with cur.copy(_APPEND) as copy:
+            with cur.copy(_APPEND["messages"]) as copy:
                 for record in _take(records, _CONTENT_AT, rows_per_batch):
                     batch.append(record)
                     copy.write_row(record)
@@ -131,6 +133,18 @@ def append_batch(pg: Any, records: Iterator[tuple[Any, ...]], host: str, mark: i
         mark = max(mark, int(batch[-1][1]))
         return (*write_batch(pg, "messages", batch, host, mark), mark)
     return len(batch), len(batch), mark
+
+
+def append_sessions(pg: Any, records: list[tuple[Any, ...]]) -> tuple[int, int]:
+    """Session rows the archive lacks (looked up in this push, which holds the host's lock): COPYed
+    straight into the table; one it holds anyway gets the staging merge. Returns (read, written)."""
+    try:
+        with pg.transaction(), pg.cursor() as cur, cur.copy(_APPEND["sessions"]) as copy:
+            for record in records:
+                copy.write_row(record)
+    except driver().errors.UniqueViolation:
+        return write_batch(pg, "sessions", records)
+    return len(records), len(records)
 
 
 class LocalFile:
@@ -173,11 +187,12 @@ class LocalFile:
         return rows.message_record(host, self.messages, row[0], row[1:-1], row[-1], self.content_at)
 
 
-def _session_chunks(local: LocalFile, host: str, pg: Any) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, bytes]]]:
+def _session_chunks(local: LocalFile, host: str, pg: Any, size: int = _SESSIONS_PER_LOOK,
+                    ) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, bytes]]]:
     """The local sessions' archive records in slices, with the hashes the archive holds of each slice
     (a slice at a time: memory stays flat however many sessions a host has)."""
     records = (local.session_record(host, row) for row in local.session_rows())
-    while chunk := list(itertools.islice(records, _SESSIONS_PER_LOOK)):
+    while chunk := list(itertools.islice(records, size)):
         with pg.cursor() as cur:
             cur.execute(f"SELECT id, row_hash FROM {NAMESPACE}.sessions WHERE host = %s AND id = ANY(%s)",
                         (host, [record[1] for record in chunk]))
@@ -259,11 +274,12 @@ def _count_appended(result: tuple[int, int], counts: _Counts, on_batch: Callable
 
 
 def _push_sessions(pg: Any, local: LocalFile, host: str, counts: _Counts) -> None:
-    """Step 3: the session rows the archive lacks or holds otherwise."""
-    for chunk, archived in _session_chunks(local, host, pg):
+    """Step 3: the session rows the archive lacks or holds otherwise (a slice none of whose sessions
+    the archive holds, as on a first push, is COPYed straight in)."""
+    for chunk, archived in _session_chunks(local, host, pg, _SESSIONS_PER_WRITE):
         differing = [record for record in chunk if archived.get(record[1]) != record[-1]]
         if differing:
-            _read, written = write_batch(pg, "sessions", differing)
+            _read, written = write_batch(pg, "sessions", differing) if archived else append_sessions(pg, differing)
             counts.sessions += written
             counts.batches += 1
 
