@@ -144,10 +144,12 @@ def search_sql(node: Node, filters: SearchFilters, limit: int, many: bool) -> tu
     params.append(limit)
     if many:
         return f"SELECT {_COLUMNS} {_FROM} WHERE {where} {_NEWEST}", params
-    # Every match's key and time first (the GIN indexes and the heap), the newest kept, and only those
-    # joined for their text and session.
-    return (f"WITH hits AS MATERIALIZED (SELECT m.host, m.local_id, m.timestamp {_FROM} WHERE {where} "
-            f"{_NEWEST}) SELECT {_COLUMNS} FROM hits JOIN {NAMESPACE}.messages m USING (host, local_id) "
+    # Every match's key and time first, through the GIN indexes (planned without the ORDER BY and LIMIT,
+    # which would let the planner walk the time index for a term it expects evenly spread in time),
+    # the newest kept, and only those joined for their text and session.
+    return (f"WITH matches AS MATERIALIZED (SELECT m.host, m.local_id, m.timestamp {_FROM} WHERE {where}), "
+            f"hits AS MATERIALIZED (SELECT * FROM matches m {_NEWEST}) "
+            f"SELECT {_COLUMNS} FROM hits JOIN {NAMESPACE}.messages m USING (host, local_id) "
             f"LEFT JOIN {NAMESPACE}.sessions s ON s.host = m.host AND s.id = m.session_id "
             "ORDER BY m.timestamp DESC, m.host DESC, m.local_id DESC"), params
 
