@@ -8,7 +8,7 @@ Each batch is one transaction. In order:
 2. messages above the mark, in id order: COPYed straight into the table with the mark moved in the
    same transaction (no archive holds rows above its mark; one that does gets the merge);
 3. session rows whose hash differs from the archived one (new, ended, retitled, counters, flags):
-   staged and merged.
+   staged and merged; a slice of which the archive holds none (a first push) COPYed straight in.
 
 A session's row is written last, so a push killed at any moment leaves its hash old and the next
 push does steps 1-3 again: it leaves what one clean push leaves. Two pushes of one host wait for each
