@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archive_helpers import push, run
@@ -112,3 +113,25 @@ def test_the_newest_first_walk_finds_what_collecting_every_match_finds(
     collected = _hits(fleet, query)
     monkeypatch.setattr(search, "FEW_MATCHES", -1)  # every term counts as common: walked newest first
     assert _hits(fleet, query) == collected
+
+
+def test_a_rare_term_is_answered_in_two_statements(fleet: str) -> None:
+    """A search's latency is mostly its round trips: the estimate and the search, nothing around them."""
+    import psycopg
+
+    from hermes_state_tools.archive.search import SearchFilters, run_search
+
+    statements: list[str] = []
+
+    class Counting(psycopg.Cursor):  # type: ignore[type-arg]
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            statements.append(str(query))
+            return super().execute(query, params, **kwargs)
+
+    with psycopg.connect(fleet, autocommit=True, cursor_factory=Counting) as pg:
+        found = run_search(pg, "kubectl", SearchFilters(), 20)
+        assert [r["host"] for r in found] == ["server"]
+        assert len(statements) == 2 and statements[0].startswith("EXPLAIN")
+        statements.clear()
+        assert run_search(pg, "kubectl", SearchFilters(host="laptop"), 20) == []
+        assert len(statements) == 2

@@ -8,7 +8,7 @@ Each batch is one transaction. In order:
 2. messages above the mark, in id order: COPYed straight into the table with the mark moved in the
    same transaction (no archive holds rows above its mark; one that does gets the merge);
 3. session rows whose hash differs from the archived one (new, ended, retitled, counters, flags):
-   staged and merged.
+   staged and merged; a slice of which the archive holds none (a first push) COPYed straight in.
 
 A session's row is written last, so a push killed at any moment leaves its hash old and the next
 push does steps 1-3 again: it leaves what one clean push leaves. Two pushes of one host wait for each
@@ -21,7 +21,6 @@ import itertools
 import socket
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,8 @@ from hermes_state_tools.tables import extras
 
 BATCH_ROWS = 20_000
 BATCH_BYTES = 32 << 20  # a batch of long tool outputs ends early: memory stays flat
-_SESSIONS_PER_LOOK = 500
+_SESSIONS_PER_LOOK = 500  # a slice's messages are looked up with its ids as SQLite parameters
+_SESSIONS_PER_WRITE = 5000  # session rows: fewer, larger transactions
 
 SESSION_COPY = ("host", *(c.name for c in SESSION_COLUMNS), "extra", "hst_extra", "row_hash")
 MESSAGE_COPY = ("host", "local_id", *(c.name for c in MESSAGE_COLUMNS), "extra", "hst_extra", "row_hash", "cjk")
@@ -82,7 +82,8 @@ _MERGE = {"sessions": _merge_sql("sessions", SESSION_COPY, "id"),
           "messages": _merge_sql("messages", MESSAGE_COPY, "local_id")}
 _COPY = {"sessions": f"COPY pg_temp.stage_sessions ({_quoted(SESSION_COPY)}) FROM STDIN",
          "messages": f"COPY pg_temp.stage_messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"}
-_APPEND = f"COPY {NAMESPACE}.messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"
+_APPEND = {"sessions": f"COPY {NAMESPACE}.sessions ({_quoted(SESSION_COPY)}) FROM STDIN",
+           "messages": f"COPY {NAMESPACE}.messages ({_quoted(MESSAGE_COPY)}) FROM STDIN"}
 _MOVE_MARK = f"UPDATE {NAMESPACE}.hosts SET message_mark = greatest(message_mark, %s) WHERE host = %s"
 
 
@@ -112,19 +113,38 @@ def write_batch(pg: Any, table: str, records: Iterable[tuple[Any, ...]], host: s
     return read, written
 
 
-def append_batch(pg: Any, batch: list[tuple[Any, ...]], host: str, mark: int) -> tuple[int, int]:
-    """Messages above the host's mark: no archive holds them (the mark moves with its rows in one
-    transaction, and one push of a host runs at a time), so they are COPYed straight into the table,
-    at COPY's speed. An archive that holds some anyway (edited by hand) gets the staging merge."""
+def append_batch(pg: Any, records: Iterator[tuple[Any, ...]], host: str, mark: int,
+                 rows_per_batch: int = BATCH_ROWS) -> tuple[int, int, int]:
+    """The next batch of `records` (messages above the host's mark): no archive holds them (the mark
+    moves with its rows in one transaction, and one push of a host runs at a time), so they are
+    COPYed straight into the table, each row sent as soon as it is encoded: the server indexes the
+    rows already sent while this thread reads and encodes the next ones. An archive that holds some
+    anyway (edited by hand) gets the staging merge. Returns (rows read, rows written, the new mark)."""
+    batch: list[tuple[Any, ...]] = []
     try:
         with pg.transaction(), pg.cursor() as cur:
-            with cur.copy(_APPEND) as copy:
-                for record in batch:
+            with cur.copy(_APPEND["messages"]) as copy:
+                for record in _take(records, _CONTENT_AT, rows_per_batch):
+                    batch.append(record)
                     copy.write_row(record)
+            mark = max(mark, int(batch[-1][1])) if batch else mark
             cur.execute(_MOVE_MARK, (mark, host))
     except driver().errors.UniqueViolation:
-        return write_batch(pg, "messages", batch, host, mark)
-    return len(batch), len(batch)
+        mark = max(mark, int(batch[-1][1]))
+        return (*write_batch(pg, "messages", batch, host, mark), mark)
+    return len(batch), len(batch), mark
+
+
+def append_sessions(pg: Any, records: list[tuple[Any, ...]]) -> tuple[int, int]:
+    """Session rows the archive lacks (looked up in this push, which holds the host's lock): COPYed
+    straight into the table; one it holds anyway gets the staging merge. Returns (read, written)."""
+    try:
+        with pg.transaction(), pg.cursor() as cur, cur.copy(_APPEND["sessions"]) as copy:
+            for record in records:
+                copy.write_row(record)
+    except driver().errors.UniqueViolation:
+        return write_batch(pg, "sessions", records)
+    return len(records), len(records)
 
 
 class LocalFile:
@@ -167,30 +187,34 @@ class LocalFile:
         return rows.message_record(host, self.messages, row[0], row[1:-1], row[-1], self.content_at)
 
 
-def _session_chunks(local: LocalFile, host: str, pg: Any) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, bytes]]]:
+def _session_chunks(local: LocalFile, host: str, pg: Any, size: int = _SESSIONS_PER_LOOK,
+                    ) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, bytes]]]:
     """The local sessions' archive records in slices, with the hashes the archive holds of each slice
     (a slice at a time: memory stays flat however many sessions a host has)."""
     records = (local.session_record(host, row) for row in local.session_rows())
-    while chunk := list(itertools.islice(records, _SESSIONS_PER_LOOK)):
+    while chunk := list(itertools.islice(records, size)):
         with pg.cursor() as cur:
             cur.execute(f"SELECT id, row_hash FROM {NAMESPACE}.sessions WHERE host = %s AND id = ANY(%s)",
                         (host, [record[1] for record in chunk]))
             yield chunk, {row[0]: bytes(row[1]) for row in cur}
 
 
-def _batches(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int = BATCH_ROWS,
-             ) -> Iterator[list[tuple[Any, ...]]]:
-    """Records in lists of at most `rows_per_batch` rows and about BATCH_BYTES of text at `size_at`."""
-    batch: list[tuple[Any, ...]] = []
+def _take(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int) -> Iterator[tuple[Any, ...]]:
+    """The next records of `records` that make one batch: at most `rows_per_batch` rows and about
+    BATCH_BYTES of text at `size_at` (memory stays flat); the rest stay in `records`."""
     size = 0
-    for record in records:
-        batch.append(record)
+    for count, record in enumerate(records, 1):
+        yield record
         value = record[size_at]
         size += len(value) if isinstance(value, str) else 0
-        if len(batch) >= rows_per_batch or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
+        if count >= rows_per_batch or size >= BATCH_BYTES:
+            return
+
+
+def _batches(records: Iterator[tuple[Any, ...]], size_at: int, rows_per_batch: int = BATCH_ROWS,
+             ) -> Iterator[list[tuple[Any, ...]]]:
+    """Records in lists of one batch each (_take)."""
+    while batch := list(_take(records, size_at, rows_per_batch)):
         yield batch
 
 
@@ -230,19 +254,13 @@ def _not_held(records: Iterator[tuple[Any, ...]], held: dict[int, bytes], counts
 
 def _push_new_messages(pg: Any, local: LocalFile, host: str, mark: int, counts: _Counts,
                        on_batch: Callable[[int], None] | None, rows_per_batch: int) -> int:
-    """Step 2: messages above the mark, one batch per transaction, the mark moving with each."""
+    """Step 2: messages above the mark, one batch per transaction, the mark moving with each. One
+    thread reads, encodes and sends: while it encodes, the server works on the rows already sent
+    (a second thread sending would wait for the GIL after each block it sends, and the server idle)."""
     records = (local.message_record(host, row) for row in local.message_rows("m.id > ?", (mark,)))
-    # The server writes one batch while this thread reads and encodes the next (the wait for the
-    # server releases the GIL); batches still commit one after another, in id order.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive-push") as writer:
-        pending: Future[tuple[int, int]] | None = None
-        for batch in _batches(records, _CONTENT_AT, rows_per_batch):
-            if pending is not None:
-                _count_appended(pending.result(), counts, on_batch)
-            mark = max(mark, int(batch[-1][1]))
-            pending = writer.submit(append_batch, pg, batch, host, mark)
-        if pending is not None:
-            _count_appended(pending.result(), counts, on_batch)
+    for first in records:  # each batch takes the records after `first` it holds from the same iterator
+        read, written, mark = append_batch(pg, itertools.chain((first,), records), host, mark, rows_per_batch)
+        _count_appended((read, written), counts, on_batch)
     return mark
 
 
@@ -256,11 +274,12 @@ def _count_appended(result: tuple[int, int], counts: _Counts, on_batch: Callable
 
 
 def _push_sessions(pg: Any, local: LocalFile, host: str, counts: _Counts) -> None:
-    """Step 3: the session rows the archive lacks or holds otherwise."""
-    for chunk, archived in _session_chunks(local, host, pg):
+    """Step 3: the session rows the archive lacks or holds otherwise (a slice none of whose sessions
+    the archive holds, as on a first push, is COPYed straight in)."""
+    for chunk, archived in _session_chunks(local, host, pg, _SESSIONS_PER_WRITE):
         differing = [record for record in chunk if archived.get(record[1]) != record[-1]]
         if differing:
-            _read, written = write_batch(pg, "sessions", differing)
+            _read, written = write_batch(pg, "sessions", differing) if archived else append_sessions(pg, differing)
             counts.sessions += written
             counts.batches += 1
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_state_tools.archive.connect import connected
+from hermes_state_tools.archive.connect import connected, driver
 from hermes_state_tools.archive.schema import NAMESPACE, read_version
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.search.query import make_snippet
@@ -144,10 +144,12 @@ def search_sql(node: Node, filters: SearchFilters, limit: int, many: bool) -> tu
     params.append(limit)
     if many:
         return f"SELECT {_COLUMNS} {_FROM} WHERE {where} {_NEWEST}", params
-    # Every match's key and time first (the GIN indexes and the heap), the newest kept, and only those
-    # joined for their text and session.
-    return (f"WITH hits AS MATERIALIZED (SELECT m.host, m.local_id, m.timestamp {_FROM} WHERE {where} "
-            f"{_NEWEST}) SELECT {_COLUMNS} FROM hits JOIN {NAMESPACE}.messages m USING (host, local_id) "
+    # Every match's key and time first, through the GIN indexes (planned without the ORDER BY and LIMIT,
+    # which would let the planner walk the time index for a term it expects evenly spread in time),
+    # the newest kept, and only those joined for their text and session.
+    return (f"WITH matches AS MATERIALIZED (SELECT m.host, m.local_id, m.timestamp {_FROM} WHERE {where}), "
+            f"hits AS MATERIALIZED (SELECT * FROM matches m {_NEWEST}) "
+            f"SELECT {_COLUMNS} FROM hits JOIN {NAMESPACE}.messages m USING (host, local_id) "
             f"LEFT JOIN {NAMESPACE}.sessions s ON s.host = m.host AND s.id = m.session_id "
             "ORDER BY m.timestamp DESC, m.host DESC, m.local_id DESC"), params
 
@@ -166,25 +168,37 @@ def _estimated_matches(cur: Any, node: Node, filters: SearchFilters) -> float:
 def _found(pg: Any, node: Node, filters: SearchFilters, limit: int) -> list[tuple[Any, ...]]:
     """The matching rows. A common term is walked newest first (the planner is kept from collecting
     every match to sort them); a rare one is collected whole through the indexes (walking would read
-    every message to find it). The planner's own estimate of the term's frequency chooses."""
-    with pg.transaction(), pg.cursor() as cur:
+    every message to find it). The planner's own estimate of the term's frequency chooses. A rare
+    term costs two round trips (the estimate, the search), each one statement: a search's latency
+    is mostly its round trips."""
+    with pg.cursor() as cur:
         many = _estimated_matches(cur, node, filters) > FEW_MATCHES
-        if many:
-            cur.execute("SET LOCAL enable_bitmapscan = off")
         sql, params = search_sql(node, filters, limit, many)
-        cur.execute(sql, params)
-        return list(cur.fetchall())
+        if not many:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+        with pg.transaction():
+            cur.execute("SET LOCAL enable_bitmapscan = off")
+            cur.execute(sql, params)
+            return list(cur.fetchall())
 
 
 def run_search(pg: Any, query: str, filters: SearchFilters, limit: int) -> list[dict[str, Any]]:
-    """The matches of `query` on an archive connection, newest first, each with a snippet."""
+    """The matches of `query` on an archive connection (autocommit), newest first, each with a
+    snippet. An archive no push created yet (no `hermes.messages`) finds nothing."""
     node = parse(query)
-    if node is None or read_version(pg) is None:
+    if node is None:
+        return []
+    try:
+        found = _found(pg, node, filters, limit)
+    except (driver().errors.UndefinedTable, driver().errors.InvalidSchemaName):
+        if read_version(pg) is not None:
+            raise
         return []
     needle = first_term(node) or ""
     keys = ("host", "session_id", "message_id", "role", "timestamp", "tool_name", "source", "title")
     return [{**dict(zip(keys, row[:-1], strict=True)), "snippet": make_snippet(row[-1] or "", needle)}
-            for row in _found(pg, node, filters, limit)]
+            for row in found]
 
 
 def search_archive(url: str | None, query: str, filters: SearchFilters, limit: int = 20) -> ArchiveSearchReport:
