@@ -131,3 +131,8 @@ class ArchiveTooNewError(ArchiveError):
 
 class UnknownHostError(ArchiveError):
     """A --host the archive holds nothing of (the known hosts are listed; a usage error)."""
+
+
+class ArchiveHostMismatchError(ArchiveError):
+    """The archive holds other messages under this host's message ids: the file is not the store it
+    holds for that host (another machine of the same name, a store rebuilt since); nothing was written."""

@@ -192,3 +192,25 @@ def test_rows_above_the_mark_already_archived_are_merged_not_doubled(tmp_path: P
     doc = push(db, archive_url, "h")
     assert (doc["messages_pushed"], doc["messages_skipped_present"]) == (0, 6)
     assert archive_dump(archive_url) == before
+
+
+def test_another_store_under_the_same_host_is_refused_and_a_store_rebuilt_from_the_archive_goes_on(
+        tmp_path: Path, archive_url: str) -> None:
+    first = build_store(tmp_path / "a.db", "s", sessions=2, messages=4)
+    push(first, archive_url, "h")
+    before = archive_dump(archive_url)
+    # Another machine of the same name: its message ids 1-8 are other messages than the archived 1-8.
+    other = build_store(tmp_path / "b.db", "t", sessions=2, messages=4)
+    code, doc, err = run("--db", other, "archive", "push", archive_url, "--host", "h", "--json")
+    assert code == 2 and doc["ok"] is False and "--host" in doc["error"], err
+    assert len(err.strip().splitlines()) == 1
+    assert archive_dump(archive_url) == before  # no archived message overwritten, none added
+    assert push(other, archive_url, "h2")["messages_pushed"] == 8
+    # The first machine's store rebuilt from the archive (export, then import): the same messages
+    # under the same ids, so its pushes go on under its name.
+    rebuilt = reimport(tmp_path, _archive_export(tmp_path, archive_url, "h"))
+    with SessionDB(rebuilt) as store:
+        store.append_message("s1", "user", "after the rebuild")
+    doc = push(rebuilt, archive_url, "h")
+    assert (doc["messages_pushed"], doc["sessions_pushed"]) == (1, 1)
+    assert lines(_archive_export(tmp_path, archive_url, "h")) == lines(export_bytes(rebuilt))

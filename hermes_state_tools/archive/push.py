@@ -29,6 +29,7 @@ from hermes_state_tools.archive import rows
 from hermes_state_tools.archive.connect import connected, driver
 from hermes_state_tools.archive.schema import MESSAGE_COLUMNS, NAMESPACE, SESSION_COLUMNS, migrate
 from hermes_state_tools.core.reports import Report
+from hermes_state_tools.errors import ArchiveHostMismatchError
 from hermes_state_tools.store.opening import reading
 from hermes_state_tools.tables import extras
 
@@ -106,11 +107,32 @@ def write_batch(pg: Any, table: str, records: Iterable[tuple[Any, ...]], host: s
                 read += 1
         if not read:
             return 0, 0
+        if table == "messages":
+            _require_same_store(cur)
         cur.execute(_MERGE[table])
         written = int(cur.fetchone()[0])
         if mark is not None:
             cur.execute(_MOVE_MARK, (mark, host))
     return read, written
+
+
+# A message id names one message for good in a Hermes file (AUTOINCREMENT: never reused), and a
+# message's session, time and role never change: a staged row whose id the archive holds with others
+# comes from another file filed under the same host name, and merging it would overwrite that message.
+_OTHER_STORE = (f"SELECT s.host, s.local_id FROM pg_temp.stage_messages s JOIN {NAMESPACE}.messages m "
+                "ON m.host = s.host AND m.local_id = s.local_id WHERE (m.session_id, m.timestamp, m.role) "
+                "IS DISTINCT FROM (s.session_id, s.timestamp, s.role) LIMIT 1")
+
+
+def _require_same_store(cur: Any) -> None:
+    """Refuse (the batch rolls back) a batch whose message ids the archive holds for other messages."""
+    cur.execute(_OTHER_STORE)
+    if (clash := cur.fetchone()) is not None:
+        host, local_id = clash
+        raise ArchiveHostMismatchError(
+            f"the archive's host {host!r} holds another message under message id {local_id}: this file is not "
+            f"the store archived as {host!r} (another machine of that name, or a store rebuilt since); nothing "
+            "was written; push it under a name of its own with --host")
 
 
 def append_batch(pg: Any, records: Iterator[tuple[Any, ...]], host: str, mark: int,

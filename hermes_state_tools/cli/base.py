@@ -41,6 +41,7 @@ from hermes_state_tools.core.words import plural as plural  # re-exported: the c
 from hermes_state_tools.errors import (
     ArchiveDriverMissingError,
     ArchiveError,
+    ArchiveHostMismatchError,
     ArchiveTooNewError,
     ArchiveUnreachableError,
     ArchiveURLError,
@@ -77,6 +78,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ArchiveURLError, EXIT_USAGE),
     (ArchiveDriverMissingError, EXIT_USAGE),
     (UnknownHostError, EXIT_USAGE),
+    (ArchiveHostMismatchError, EXIT_USAGE),
     (DatabaseLockedError, EXIT_LOCKED),
     (DatabaseInUseError, EXIT_LOCKED),
     (DamagedDatabaseError, EXIT_DAMAGED),
