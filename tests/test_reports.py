@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from import_helpers import cli, import_json, write_jsonl
 
+from hermes_state_tools.archive.export import ArchiveExportReport
 from hermes_state_tools.archive.push import PushReport
 from hermes_state_tools.archive.search import ArchiveSearchReport
 from hermes_state_tools.archive.status import ArchiveStatus
@@ -43,11 +44,12 @@ LINES = [{"role": "user", "content": "hello there", "timestamp": 1772359200.0},
          {"role": "assistant", "content": "hi", "timestamp": 1772359201.0}]
 
 # What each command's library function returns (status, import-jsonl and merge, check, repair, maintain,
-# prune, rebuild-fts, upgrade, vacuum, backup, restore, recover, archive push, search and status, sessions
+# prune, rebuild-fts, upgrade, vacuum, backup, restore, recover, archive push, search, status and export, sessions
 # list, show, lineage and stats, search).
 REPORTS = [StatusReport, ImportStats, CheckReport, RepairReport, MaintainReport, PruneReport, RebuildReport,
            UpgradeFileReport, VacuumReport, BackupReport, RestoreReport, RecoverReport, PushReport, ArchiveSearchReport,
-           ArchiveStatus, SessionListReport, SessionReport, LineageReport, UsageReport, SearchReport]
+           ArchiveStatus, ArchiveExportReport, SessionListReport, SessionReport, LineageReport, UsageReport,
+           SearchReport]
 
 
 @pytest.mark.parametrize("report", REPORTS, ids=lambda cls: cls.__name__)

@@ -5,6 +5,7 @@ machine's store: every session and message field comes back (message ids aside).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from hermes_state_tools.archive import rows
@@ -13,8 +14,19 @@ from hermes_state_tools.archive.schema import MESSAGE_COLUMNS, NAMESPACE, SESSIO
 from hermes_state_tools.archive.status import require_host
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.export_format import export_line
+from hermes_state_tools.core.reports import Report
 
 _SESSIONS_PER_READ = 200
+
+
+@dataclass(frozen=True)
+class ArchiveExportReport(Report):
+    """What `archive export -o FILE` wrote (with stdout as its output, the export itself is the result)."""
+
+    host: str
+    sessions_exported: int
+    output: str
+
 _SESSION_SELECT = ", ".join(f's."{c.name}"' for c in SESSION_COLUMNS)
 _MESSAGE_SELECT = ", ".join(f'm."{c.name}"' for c in MESSAGE_COLUMNS)
 _SESSION_ID_AT = 1 + [c.name for c in MESSAGE_COLUMNS].index("session_id")

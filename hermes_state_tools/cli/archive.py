@@ -141,12 +141,12 @@ def export(url: str | None, host: str, output: Path | None, as_json: bool) -> No
       hermes-state archive export --host laptop -o laptop.jsonl
       hermes-state --db new.db import-jsonl laptop.jsonl
     """
-    from hermes_state_tools.archive.export import export_host
+    from hermes_state_tools.archive.export import ArchiveExportReport, export_host
     from hermes_state_tools.cli.importing import write_export
     if as_json and (output is None or str(output) == "-"):
         raise click.UsageError("--json needs -o FILE: stdout carries the export itself")
     written: list[int] = []
     write_export(output, lambda out: written.append(export_host(url, host, out)))
     if output is not None and str(output) != "-":
-        emit({"host": host, "sessions_exported": written[0], "output": str(output)},
+        emit(ArchiveExportReport(host, written[0], str(output)).as_dict(),
              lambda doc: f"exported {plural(doc['sessions_exported'], 'session')} of {host} to {output}")
