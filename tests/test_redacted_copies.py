@@ -92,6 +92,18 @@ def test_a_redacted_snapshot_and_the_jsonl_in_one_import_store_each_message_once
     assert again["messages_imported"] == 0 and again["sessions_updated"] == 0 and stored(db) == SAID
 
 
+def test_a_redacted_copy_with_its_reasoning_in_the_text_is_the_stored_message(tmp_path):
+    # <think> blocks are compared apart from the text (align.content_key), masked copies too: the
+    # snapshot's reply holds its reasoning inline where state.db's does not, and a mask.
+    said = [SAID[0], ("assistant", f"Done, the key {KEY} works."), *SAID[2:]]
+    db = stored_db(tmp_path / "state.db", said)
+    home = tmp_path / "home"
+    snapshot(home, [MASKED[0], ("assistant", "<think>checking</think>\nDone, the key sk-pro...1234 works."),
+                    *MASKED[2:]])
+    code, real = import_json(db, home)
+    assert code == 0 and counts(real) == (0, 0, 0, 4, 0, {}) and stored(db) == said
+
+
 def test_a_snapshot_alone_is_stored_as_it_is_and_unmasked_when_the_jsonl_comes(tmp_path):
     db, home = tmp_path / "state.db", tmp_path / "home"
     snapshot(home)

@@ -74,11 +74,7 @@ def content_key(role: str, content: Any) -> str | bytes:
         content = durable_text(content)
     if not isinstance(content, str):
         return _canonical(content)
-    if role == "assistant":
-        content = cleaned_text(content)
-        if "<think>" in content:
-            content = _THINK_BLOCK.sub("", content)
-    return _text_key(content)
+    return _text_key(_compared(role, content))
 
 
 def comparable_text(role: str, content: Any) -> str | None:
@@ -88,7 +84,15 @@ def comparable_text(role: str, content: Any) -> str | None:
         content = durable_text(content)
     if not isinstance(content, str):
         return None
-    return SURROGATE.sub("\ufffd", (cleaned_text(content) if role == "assistant" else content).strip())
+    return SURROGATE.sub("\ufffd", _compared(role, content).strip())
+
+
+def _compared(role: str, text: str) -> str:
+    """A message's text as copies agree on it: an assistant's cleaned, its <think> blocks left out."""
+    if role != "assistant":
+        return text
+    text = cleaned_text(text)
+    return _THINK_BLOCK.sub("", text) if "<think>" in text else text
 
 
 def _canonical(value: Any) -> str:
