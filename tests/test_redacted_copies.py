@@ -403,3 +403,18 @@ def test_the_mask_cache_keeps_no_big_text_alive():
     assert redaction._masked_cached.cache_info().currsize == 0
     redaction.masked("TOKEN=***")
     assert redaction._masked_cached.cache_info().currsize == 1
+
+
+def test_a_secret_masked_inside_the_reasoning_is_unmasked_when_the_jsonl_comes(tmp_path):
+    # The texts agree outside their <think> blocks, so they align as one message; the snapshot's
+    # reasoning holds the masked key, the JSONL's the real one: the real text is stored.
+    said = [SAID[0], ("assistant", f"<think>use {KEY}</think>\nDone."), *SAID[2:]]
+    db, home = tmp_path / "state.db", tmp_path / "home"
+    snapshot(home, [SAID[0], ("assistant", "<think>use sk-pro...1234</think>\nDone."), *SAID[2:]])
+    code, first = import_json(db, home)
+    assert code == 0 and first["messages_imported"] == 4
+    write_jsonl(home / "sessions" / f"{SID}.jsonl", [{"role": "session_meta", "platform": "cli"}, *[
+        {"role": role, "content": text, "timestamp": f"2026-06-01T10:00:0{n}"} for n, (role, text) in enumerate(said)]])
+    code, later = import_json(db, home)
+    assert code == 0 and later["messages_imported"] == 0 and later["messages_enriched"] >= 1
+    assert stored(db) == said

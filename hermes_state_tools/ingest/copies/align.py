@@ -77,22 +77,24 @@ def content_key(role: str, content: Any) -> str | bytes:
     return _text_key(_compared(role, content))
 
 
-def comparable_text(role: str, content: Any) -> str | None:
-    """The text content_key compares, in full (None for content that is no text)."""
+def comparable_text(role: str, content: Any, reasoning: bool = False) -> str | None:
+    """The text content_key compares, in full (None for content that is no text); with `reasoning`,
+    an assistant's <think> blocks kept."""
     content = jsonutil.decode_content(content)
     if isinstance(content, list):
         content = durable_text(content)
     if not isinstance(content, str):
         return None
-    return SURROGATE.sub("\ufffd", _compared(role, content).strip())
+    return SURROGATE.sub("\ufffd", _compared(role, content, reasoning).strip())
 
 
-def _compared(role: str, text: str) -> str:
-    """A message's text as copies agree on it: an assistant's cleaned, its <think> blocks left out."""
+def _compared(role: str, text: str, reasoning: bool = False) -> str:
+    """A message's text as copies agree on it: an assistant's cleaned, its <think> blocks left out
+    (unless `reasoning`)."""
     if role != "assistant":
         return text
     text = cleaned_text(text)
-    return _THINK_BLOCK.sub("", text) if "<think>" in text else text
+    return _THINK_BLOCK.sub("", text) if "<think>" in text and not reasoning else text
 
 
 def _canonical(value: Any) -> str:

@@ -55,6 +55,8 @@ def unmasked_side(first: Copy, other: Copy, texts: Callable[[Copy], str | None] 
     if ours is None or theirs is None:
         return None
     side = unredacted_side(ours, theirs)
+    if side is None and ours == theirs:  # the same outside their <think> blocks: a secret masked in one
+        side = unredacted_side(*(comparable_text(c.role, c.content, reasoning=True) or "" for c in (first, other)))
     if side == 1 and first.stored and not (_plain_text(first.content) and _plain_text(other.content)):
         return None  # a stored text is replaced by text only; the copy's parts stay a message of their own
     return side
