@@ -197,13 +197,17 @@ def test_a_query_with_about_the_window_of_matches_ranks_its_newest_window(tmp_pa
         conn.close()
 
 
-def test_ties_rank_newest_first_with_fewer_matches_than_the_window_as_with_more(tmp_path, monkeypatch):
+def test_ties_rank_as_fts5_orders_them_when_every_match_is_ranked_and_newest_first_in_a_window(tmp_path,
+                                                                                               monkeypatch):
     conn = build(tmp_path / "state.db", ["deploy staging go now"] * 12 + ["staging gone"] * 5)
     try:
-        for window in (2000, 6):  # all 12 matches ranked; the newest 6
+        for window, expected in ((2000, [1, 2, 3, 4]), (6, [12, 11, 10, 9])):  # all 12 matches; the newest 6
             monkeypatch.setattr(q, "RECENT_WINDOW", window)
             for query in ('"staging go"', "deplo*"):
-                assert [r["id"] for r in q.answer(conn, query, limit=4).results] == [12, 11, 10, 9], (query, window)
+                assert [r["id"] for r in q.answer(conn, query, limit=4).results] == expected, (query, window)
+        fts5 = [rowid for (rowid,) in conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH '\"staging go\"' ORDER BY rank LIMIT 4")]
+        assert fts5 == [1, 2, 3, 4]
     finally:
         conn.close()
 

@@ -10,7 +10,8 @@ window; a prefix's among the newest messages), and each is scored as bm25 scores
 instances and its length in tokens against the file's average. The tokens are counted here for
 ASCII text, which the default tokenizer splits into runs of letters and digits, and by FTS5 itself
 in a private in-memory table for any other text. The results are the ones FTS5 ranks first among
-the same matches (ties newest first), with FTS5's snippets; anything else is left to FTS5 (None).
+the same matches (ties as FTS5 orders them, oldest first, when every match is ranked; newest
+first among the newest matches of a common query), with FTS5's snippets; anything else is left to FTS5 (None).
 """
 
 from __future__ import annotations
@@ -115,13 +116,16 @@ def _varints(blob: bytes) -> list[int]:
 Counts = dict[int, tuple[int, int]]
 
 
-def ranked(counts: Counts, texts: dict[int, Any], average: float, limit: int, offset: int) -> list[tuple[int, Any]]:
-    """One page (id, text) in bm25's order, ties newest first. bm25 in FTS5 is -idf * this score: one
-    phrase, one idf for every row, so the order is the score's (computed as fts5_aux.c computes it)."""
+def ranked(counts: Counts, texts: dict[int, Any], average: float, limit: int, offset: int,
+           newest_first: bool = True) -> list[tuple[int, Any]]:
+    """One page (id, text) in bm25's order, ties newest first (or, not `newest_first`, oldest first as
+    FTS5 orders them). bm25 in FTS5 is -idf * this score: one phrase, one idf for every row, so the
+    order is the score's (computed as fts5_aux.c computes it)."""
 
     scores = {rowid: (tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * float(length) / average))
               for rowid, (tf, length) in counts.items()}
-    order = sorted(scores, key=lambda rowid: (-scores[rowid], -rowid))[offset:offset + limit]
+    tie = -1 if newest_first else 1
+    order = sorted(scores, key=lambda rowid: (-scores[rowid], tie * rowid))[offset:offset + limit]
     return [(rowid, texts[rowid]) for rowid in order]
 
 

@@ -114,7 +114,8 @@ def fts_ranked(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, lis
     average = newest.average_length(conn) if found else None
     if term is not None and found is not None and average is not None:
         counts, texts = found
-        page = newest.ranked(counts, texts, average, limit, offset)
+        # every match ranked: FTS5's own order of ties (oldest first), as a selective query's
+        page = newest.ranked(counts, texts, average, limit, offset, newest_first=floor is not None)
         return _rows_in_order(conn, term, page), None if floor is None else wanted
     if floor is not None:
         where, params = f"{where} AND messages_fts.rowid >= ?", [*params, floor]
