@@ -1,4 +1,4 @@
-"""What copies of one message agree on (align.content_key), inflated snapshots (merge_copies.deflate),
+"""What copies of one message agree on (align.content_key), inflated snapshots (copies/inflated.py),
 and the bar behind both: a re-run adds nothing, whatever the text."""
 
 from __future__ import annotations

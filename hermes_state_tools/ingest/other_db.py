@@ -11,7 +11,6 @@ message (the February 2026 gateway's session_meta rows) go to the session's extr
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 from hermes_state_tools.core import jsonutil
@@ -109,12 +108,3 @@ def _message(row: dict[str, Any], extra: dict[str, Any], where: str, problems: l
         reasoning_details=values["reasoning_details"], codex_reasoning_items=values["codex_reasoning_items"],
         extra=extra,
     )
-
-
-def read_sessions(conn: sqlite3.Connection, file: str) -> Iterator[LegacySession | Problem]:
-    """Every session of OTHER, one at a time (only one session's rows in memory)."""
-    for session_id in session_ids(conn):
-        session, problems = read_session(conn, session_id, file)
-        yield from problems
-        if session is not None:
-            yield session
