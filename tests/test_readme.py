@@ -65,3 +65,10 @@ def test_the_quick_start_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert all(line in printed for line in shown)  # each one, after the one before it
     notices = re.search(r"; (\d+) notices:$", shown[2])
     assert notices and imported.stdout.count("\n  notice ") == int(notices.group(1))
+
+
+def test_no_example_runs_the_real_command_only_if_the_dry_run_exited_0() -> None:
+    # A dry run exits 1 when a record cannot be stored (the sample's cut-off line): `... --dry-run && ...`
+    # would then never run the import it previewed.
+    for text in (README, *(path.read_text("utf-8") for path in (ROOT / "docs").glob("*.md"))):
+        assert "--dry-run &&" not in text
