@@ -13,7 +13,7 @@ def run() -> None:
         start_early(sys.argv[1:])
         from hermes_state_tools.cli import main
     except KeyboardInterrupt:
-        sys.stderr.write("hermes-state: interrupted before the command started; nothing was done\n")
+        sys.stderr.write("\nhermes-state: interrupted before the command started; nothing was done\n")  # past the ^C
         sys.exit(1)
     main(prog_name="hermes-state")
 

@@ -194,4 +194,4 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_not_a_traceback(tmp_pat
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(tmp_path),
                             timeout=60)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == "hermes-state: interrupted before the command started; nothing was done\n"
+    assert result.stderr == "\nhermes-state: interrupted before the command started; nothing was done\n"
