@@ -37,7 +37,8 @@ class UnknownSessionError(HermesStateError, sqlite3.IntegrityError, LookupError)
     """A call named a session id that is not in the store."""
 
 
-DAMAGED_REFUSAL = "the database is damaged; nothing was written; run `hermes-state check`, then `recover`"
+DAMAGED_REFUSAL = ("the database is damaged; nothing was written; run `hermes-state check`: it says whether `repair` "
+                   "or `recover` fixes it")
 
 
 class DamagedDatabaseError(HermesStateError):

@@ -976,3 +976,13 @@ def test_recover_keeps_the_data_of_a_virtual_table_whose_module_this_sqlite_lack
     code, doc = cli_json("--db", path, "recover", tmp_path / "out.db")
     assert code == 1 and doc["other_tables_lost"] == ["notes"] and "notes_content" in doc["other_tables"]
     assert rows(tmp_path / "out.db", "SELECT c0 FROM notes_content") == [("my private note",)]
+
+
+@pytest.mark.parametrize("kind", ["messages_fts_idx", "messages_fts_config"])
+def test_search_of_a_damaged_search_index_says_the_file_is_damaged_and_what_to_run(pristine, tmp_path, kind):
+    # SQLite's own words for it ("vtable constructor failed: messages_fts") named neither the damage
+    # nor `check`.
+    path = damaged_copy(pristine, tmp_path, kind)
+    result = cli("--db", path, "search", "kappa")
+    assert result.exit_code == 65 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"hermes-state: {path}: {DAMAGED_REFUSAL} (")

@@ -65,6 +65,18 @@ def test_a_search_that_finds_nothing_exits_1_as_grep_does(store: Path, as_json: 
         assert missed.stdout == "no matches\n"
 
 
+@pytest.mark.parametrize("query", ["", "   ", '"', '""', "*"])
+def test_a_search_for_nothing_is_a_usage_error_not_no_matches(store: Path, query: str) -> None:
+    result = cli("--db", store, "search", query, "--json")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+    assert "holds nothing to search for" in result.stderr and json.loads(result.stdout)["ok"] is False
+
+
+@pytest.mark.parametrize("query", ["-", "NOT", "C++"])
+def test_punctuation_or_an_operator_alone_is_still_searched_as_text(store: Path, query: str) -> None:
+    assert cli("--db", store, "search", query).exit_code in (0, 1)
+
+
 def test_ctrl_c_in_a_first_import_says_that_the_re_run_starts_over(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(*_args: object) -> None:

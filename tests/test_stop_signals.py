@@ -176,3 +176,22 @@ def test_an_interrupt_inside_a_staged_batch_propagates_as_itself_and_the_staging
         assert [name for _, name, _ in conn.execute("PRAGMA database_list")] == ["main"]
     finally:
         conn.close()
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_not_a_traceback(tmp_path):
+    # Ctrl-C in the first half second of `hermes-state import-jsonl ...`, while Python still loads
+    # click and the commands: raised here where that load begins, as the signal would raise it.
+    script = ("import builtins, sys\n"
+              "load = builtins.__import__\n"
+              "def interrupted(name, *args, **kwargs):\n"
+              "    if name == 'hermes_state_tools.cli':\n"
+              "        raise KeyboardInterrupt\n"
+              "    return load(name, *args, **kwargs)\n"
+              "builtins.__import__ = interrupted\n"
+              "sys.argv = ['hermes-state', 'status']\n"
+              "from hermes_state_tools.__main__ import run\n"
+              "run()\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(tmp_path),
+                            timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == "\nhermes-state: interrupted before the command started; nothing was done\n"

@@ -24,7 +24,7 @@ Exit codes:
       for search: nothing matched (as grep)
   2   usage error, a missing file, or a file that is not a Hermes database
   3   the database has a newer schema than this tool (nothing was changed)
-  65  the database file is damaged (run check, then recover)
+  65  the database file is damaged (check says whether repair or recover fixes it)
   69  the archive's PostgreSQL server cannot be reached or refused the login
   70  internal error, a bug (--debug shows the traceback)
   74  I/O error: disk full, quota, read/write failure

@@ -39,6 +39,7 @@ from hermes_state_tools.core.surrogates import printable
 from hermes_state_tools.core.times import local_time
 from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
 from hermes_state_tools.errors import (
+    DAMAGED_REFUSAL,
     ArchiveDriverMissingError,
     ArchiveError,
     ArchiveHostMismatchError,
@@ -125,6 +126,8 @@ def debug_enabled() -> bool:
 def error_line(exc: BaseException, db_path: Path | None) -> str:
     """One line naming the file and the cause."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, sqlite3.Error) and not isinstance(exc, HermesStateError) and exit_code_for(exc) == EXIT_DAMAGED:
+        text = f"{DAMAGED_REFUSAL} ({text})"  # SQLite's own words ("vtable constructor failed") say less
     own_file = (DestinationExistsError, DestinationUnwritableError, UnsafeDestinationError, DestinationFullError,
                 ArchiveError)
     names_its_file = isinstance(exc, own_file)  # not the database's (an archive error names its server)

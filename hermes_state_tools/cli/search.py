@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from hermes_state_tools.cli import helptext, main, render
-from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, settings, when
+from hermes_state_tools.cli.base import EXIT_PROBLEMS, common_options, emit, fail, settings, when
+from hermes_state_tools.search.sanitize import has_terms
 from hermes_state_tools.views.search import search_report
 
 ROLES = ("user", "assistant", "tool", "system")
@@ -105,6 +106,9 @@ def search(words: tuple[str, ...], sources: tuple[str, ...], roles: tuple[str, .
       hermes-state search deploy* --source telegram --role assistant --json
     """
     query = " ".join(word.removeprefix(_QUERY_MARK) for word in words)
+    if not has_terms(query):  # "no matches" would say the file lacks what the query never asked for
+        fail(f"search: the query {query!r} holds nothing to search for: a word, a \"phrase\" or a prefix* "
+             "(hermes-state search --help)")
     report = search_report(settings().db, query, list(sources) or None, list(roles) or None, limit, show_all)
     emit(report.as_dict(), _human)
     if not report.results:  # nothing found: exit 1, so that `if hermes-state search ...` reads as with grep

@@ -82,7 +82,7 @@ def maintain_file(path: Path, progress: Steps | None = None) -> MaintainReport:
     if checked.damaged:
         # Writing into a damaged b-tree can spread the damage: nothing is written (the CLI exits 65).
         return MaintainReport(str(path), checked, (), unfixed, Housekeeping(), before, file_sizes(path),
-                              note=DAMAGED_REFUSAL + " (or `repair` when only derived data is damaged)")
+                              note=DAMAGED_REFUSAL)
     repairs: tuple[dict[str, Any], ...] = ()
     backup: str | None = None
     if checked.findings:

@@ -14,7 +14,7 @@ KINDS = ("systemd", "systemd-service", "systemd-timer", "cron", "logrotate")
 
 EXIT_CODES = """\
 #   0 healthy   1 problems remain (see "unfixed" in the report)   2 usage, not a Hermes database
-#   3 schema newer than this tool (update hermes-state-tools)   65 damaged: check, then recover
+#   3 schema newer than this tool (update hermes-state-tools)   65 damaged: check, then repair/recover
 #   70 internal error (a bug)   74 I/O error, e.g. disk full   75 busy: locked past the retry budget"""
 
 

@@ -80,6 +80,12 @@ def sanitize_fts5_query(query: str) -> str:
     return " ".join(_drop_dangling_operators(_items(query or "")))
 
 
+def has_terms(query: str) -> bool:
+    """Whether the query holds anything to search for: a word, a CJK run, or punctuation searched as
+    text; not an empty query, nor one of only quotes and `*`."""
+    return contains_cjk(query) or bool(sanitize_fts5_query(query)) or bool(plain_terms(query))
+
+
 def plain_terms(query: str) -> list[str]:
     """The query's words and quoted phrases without operators or quotes, for the literal-substring fallback.
 
