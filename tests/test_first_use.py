@@ -29,6 +29,15 @@ def test_a_mistyped_command_gets_a_did_you_mean(store: Path, typed: str, meant: 
     assert len(result.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize(("typed", "meant"), [("stauts", "status"), ("sessions lst", "list")])
+def test_help_of_a_mistyped_command_gets_a_did_you_mean_too(store: Path, typed: str, meant: str) -> None:
+    result = cli("help", *typed.split())
+    assert result.exit_code == 2 and f"did you mean '{meant}'?" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    unknown = cli("help", "frobnicate")
+    assert unknown.exit_code == 2 and "commands: archive, backup" in unknown.stderr
+
+
 def test_a_command_like_nothing_known_gets_no_guess(store: Path) -> None:
     result = cli("--db", store, "frobnicate")
     assert result.exit_code == 2 and result.stderr == "hermes-state: No such command 'frobnicate'.\n"

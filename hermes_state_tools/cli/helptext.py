@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -69,8 +70,10 @@ def command_help(root: click.Group, ctx: click.Context, words: Sequence[str]) ->
             raise click.UsageError(f"{' '.join(path[1:])} has no subcommands")
         sub = command.get_command(current, word)
         if sub is None:
-            known = ", ".join(command.list_commands(current))
-            raise click.UsageError(f"no command {' '.join([*path[1:], word])!r} (commands: {known})")
+            names = command.list_commands(current)
+            close = difflib.get_close_matches(word, names)
+            hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"commands: {', '.join(names)}"
+            raise click.UsageError(f"no command {' '.join([*path[1:], word])!r} ({hint})")
         path.append(word)
         current = sub.make_context(word, [], parent=current, resilient_parsing=True)
         command = sub
