@@ -92,7 +92,7 @@ def test_lock_held_past_the_budget_raises_database_locked(db, holder, locked):
         db.append_message("s1", "user", "blocked")
     elapsed = time.monotonic() - started
     assert isinstance(caught.value, sqlite3.OperationalError)
-    assert "locked" in str(caught.value)
+    assert str(caught.value) == f"database is locked: gave up after {SessionDB._WRITE_MAX_RETRIES} retries"
     assert locked.count("BEGIN IMMEDIATE") == 1 + SessionDB._WRITE_MAX_RETRIES
     assert elapsed >= SessionDB._WRITE_MAX_RETRIES * SessionDB._WRITE_RETRY_MIN_S
     holder.execute("ROLLBACK")

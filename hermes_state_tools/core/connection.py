@@ -133,8 +133,9 @@ def retry_on_lock(fn: Callable[[], T], failed: sqlite3.OperationalError | None =
             if not _retryable(exc):
                 raise
             last_error = exc
+    cause = "" if str(last_error) == "database is locked" else f" ({last_error})"  # say it once
     raise DatabaseLockedError(
-        f"database is locked: gave up after {_WRITE_MAX_RETRIES} retries ({last_error})"
+        f"database is locked: gave up after {_WRITE_MAX_RETRIES} retries{cause}"
     ) from last_error
 
 
