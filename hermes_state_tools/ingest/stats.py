@@ -4,7 +4,7 @@ returned as a frozen report (ImportStats), whose `as_dict()` is the command's `-
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -66,15 +66,16 @@ class ImportStats(Report):
 
 @dataclass
 class ImportTally:
-    """The counts of a run under way: each session written (or, in a dry run, planned) is counted as it
-    comes, and the run's steps fill in the rest; `report()` is what the run returns."""
+    """The counts of a run under way, ImportStats' fields as they grow: each session written (or, in a
+    dry run, planned) is counted as it comes, and the run's steps fill in the rest; `report()` is what
+    the run returns."""
 
     dry_run: bool = False
-    created: int = 0
-    updated: int = 0
-    imported: int = 0
-    duplicates: int = 0
-    enriched: int = 0
+    sessions_created: int = 0
+    sessions_updated: int = 0
+    messages_imported: int = 0
+    messages_skipped_duplicate: int = 0
+    messages_enriched: int = 0
     files_read: int = 0
     backup: str | None = None
     would_upgrade: dict[str, Any] | None = None
@@ -84,20 +85,18 @@ class ImportTally:
     database_created: str | None = None
 
     def count(self, item: Written) -> None:
-        self.created += item.created
-        self.updated += item.updated
-        self.imported += item.messages
-        self.duplicates += item.duplicates
-        self.enriched += item.enriched
+        self.sessions_created += item.created
+        self.sessions_updated += item.updated
+        self.messages_imported += item.messages
+        self.messages_skipped_duplicate += item.duplicates
+        self.messages_enriched += item.enriched
         self.problems += item.problems
         if self.dry_run and (item.created or item.updated):
             (self.would_create if item.created else self.would_update).append(item.session_id)
 
     def report(self) -> ImportStats:
-        return ImportStats(
-            dry_run=self.dry_run, sessions_created=self.created, sessions_updated=self.updated,
-            messages_imported=self.imported, messages_skipped_duplicate=self.duplicates,
-            messages_enriched=self.enriched, files_read=self.files_read, backup=self.backup,
-            would_upgrade=None if self.would_upgrade is None else MappingProxyType(dict(self.would_upgrade)),
-            problems=list(self.problems), would_create=tuple(self.would_create),
-            would_update=tuple(self.would_update), database_created=self.database_created)
+        """The counts so far as a frozen report (its own copies of the lists)."""
+        upgrade = None if self.would_upgrade is None else MappingProxyType(dict(self.would_upgrade))
+        return ImportStats(**{f.name: getattr(self, f.name) for f in fields(self)} | {
+            "would_upgrade": upgrade, "problems": list(self.problems), "would_create": tuple(self.would_create),
+            "would_update": tuple(self.would_update)})
