@@ -10,8 +10,9 @@ window; a prefix's among the newest messages), and each is scored as bm25 scores
 instances and its length in tokens against the file's average. The tokens are counted here for
 ASCII text, which the default tokenizer splits into runs of letters and digits, and by FTS5 itself
 in a private in-memory table for any other text. The results are the ones FTS5 ranks first among
-the same matches (ties as FTS5 orders them, oldest first, when every match is ranked; newest
-first among the newest matches of a common query), with FTS5's snippets; anything else is left to FTS5 (None).
+the same matches (ties as FTS5 orders them, oldest first, when every match is ranked; newest first
+among the newest matches of a common query), with FTS5's snippets; anything else is left to FTS5
+(None).
 """
 
 from __future__ import annotations

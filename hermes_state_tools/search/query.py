@@ -58,9 +58,13 @@ def window_for(offset: int, limit: int, window: int | None = None) -> int:
     return base * max(1, -(-(offset + limit) // base))
 
 
-def _newest_first(where: str) -> str:
-    join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if where else ""
-    return (f"SELECT messages_fts.rowid FROM messages_fts{join} WHERE messages_fts MATCH ?{where} "
+def _newest_first(where: str, texts: bool = False) -> str:
+    """The matches newest first, after the filters in `where` (on `m` and `s`): their rowids, or with
+    `texts`, (id, content)."""
+    messages = " JOIN messages m ON m.id = messages_fts.rowid" if where or texts else ""
+    sessions = " JOIN sessions s ON s.id = m.session_id" if where else ""
+    columns = "m.id, m.content" if texts else "messages_fts.rowid"
+    return (f"SELECT {columns} FROM messages_fts{messages}{sessions} WHERE messages_fts MATCH ?{where} "
             "ORDER BY messages_fts.rowid DESC")
 
 
@@ -77,9 +81,7 @@ def recent_texts(conn: sqlite3.Connection, fts_query: str, filters: tuple[str, l
     """The `window` newest matches (after filters) and the next newest, or all of them when fewer:
     (id, text), newest first."""
     where, params = filters
-    join = " JOIN sessions s ON s.id = m.session_id" if where else ""
-    sql = (f"SELECT m.id, m.content FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid{join} "
-           f"WHERE messages_fts MATCH ?{where} ORDER BY messages_fts.rowid DESC LIMIT ?")
+    sql = _newest_first(where, texts=True) + " LIMIT ?"
     return [(row[0], row[1]) for row in conn.execute(sql, (fts_query, *params, window + 1))]
 
 
