@@ -11,6 +11,7 @@ are left out unless `everything`, as the local search leaves them out.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -174,11 +175,9 @@ def _found(pg: Any, node: Node, filters: SearchFilters, limit: int) -> list[tupl
     with pg.cursor() as cur:
         many = _estimated_matches(cur, node, filters) > FEW_MATCHES
         sql, params = search_sql(node, filters, limit, many)
-        if not many:
-            cur.execute(sql, params)
-            return list(cur.fetchall())
-        with pg.transaction():
-            cur.execute("SET LOCAL enable_bitmapscan = off")
+        with pg.transaction() if many else contextlib.nullcontext():
+            if many:  # the setting lasts for this statement's transaction only
+                cur.execute("SET LOCAL enable_bitmapscan = off")
             cur.execute(sql, params)
             return list(cur.fetchall())
 
