@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import hermes_state
+from helpers import hermes_state, raw_scalar
 from page_damage import build_db, damage, listing
 from schema_fixtures import load_fixture
 
@@ -326,8 +326,4 @@ def test_an_import_killed_after_placing_its_new_file_leaves_a_link_the_next_impo
 
 
 def rows_of(db: Path) -> int:
-    conn = sqlite3.connect(db)
-    try:
-        return int(conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
-    finally:
-        conn.close()
+    return int(raw_scalar(db, "SELECT COUNT(*) FROM messages"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import hermes_fixtures
 import pytest
 from click.testing import CliRunner
+from helpers import raw_scalar
 
 from hermes_state_tools.cli import main
 from hermes_state_tools.core.layouts import known_versions, layout, normalized
@@ -99,11 +100,7 @@ def own_triggers(version: int) -> dict[str, str]:
 
 
 def version_row(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return int(conn.execute("SELECT version FROM schema_version").fetchone()[0])
-    finally:
-        conn.close()
+    return int(raw_scalar(path, "SELECT version FROM schema_version"))
 
 
 def fts5_agrees(path: Path, version: int) -> None:
