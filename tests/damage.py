@@ -96,6 +96,13 @@ def _sql(*statements: str) -> Callable[[Path], None]:
     return lambda path: raw(path, *statements)
 
 
+# The update trigger a Hermes of schema 23 or later writes over a v6 file's index (fixtures/hermes-late).
+HERMES_INLINE_UPDATE = (
+    "CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_name, tool_calls ON messages BEGIN "
+    "DELETE FROM messages_fts WHERE rowid = old.id; INSERT INTO messages_fts(rowid, content) VALUES "
+    "(new.id, COALESCE(new.content, '') || ' ' || COALESCE(new.tool_name, '') || ' ' || "
+    "COALESCE(new.tool_calls, '')); END")
+
 # name: (plant, the findings it must give as {(kind, session_ids)})
 PLANTS: dict[str, tuple[Callable[[Path], None], set[tuple[str, tuple[str, ...]]]]] = {
     "integrity": (corrupt_index, {("integrity", ())}),
@@ -116,6 +123,8 @@ PLANTS: dict[str, tuple[Callable[[Path], None], set[tuple[str, tuple[str, ...]]]
                                          "UPDATE sessions SET message_count = 2 WHERE id = 'alpha'")),
                   {("fts_out_of_sync", ())}),
     "missing_trigger": (_sql("DROP TRIGGER messages_fts_insert"), {("missing_trigger", ())}),
+    "fts_trigger_hazard": (_sql("DROP TRIGGER messages_fts_update", HERMES_INLINE_UPDATE),
+                           {("fts_trigger_hazard", ())}),
     "missing_index": (_sql("DROP INDEX idx_sessions_parent"), {("missing_index", ())}),
     "missing_fts_table": (_sql("DROP TABLE messages_fts"), {("missing_index", ())}),
     "lineage_cycle": (_sql("UPDATE sessions SET parent_session_id = 'gamma' WHERE id = 'alpha'"),

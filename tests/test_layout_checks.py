@@ -14,6 +14,7 @@ from pathlib import Path
 import hermes_fixtures
 import pytest
 from click.testing import CliRunner
+from damage import HERMES_INLINE_UPDATE
 from helpers import raw_scalar
 
 from hermes_state_tools.cli import main
@@ -241,13 +242,9 @@ def test_a_v6_file_with_the_legacy_inline_update_trigger_is_named(tmp_path):
     # What Hermes 23+ installs over any index without tool_name: a plain DELETE, which on an
     # external-content index removes the tokens of the row's new text instead of its old.
     path = build(tmp_path / "state.db", 6)
-    raw(path, "DROP TRIGGER messages_fts_update",
-        "CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_name, tool_calls ON messages BEGIN "
-        "DELETE FROM messages_fts WHERE rowid = old.id; INSERT INTO messages_fts(rowid, content) VALUES "
-        "(new.id, COALESCE(new.content, '') || ' ' || COALESCE(new.tool_name, '') || ' ' || "
-        "COALESCE(new.tool_calls, '')); END")
+    raw(path, "DROP TRIGGER messages_fts_update", HERMES_INLINE_UPDATE)
     found = check_file(path)
-    assert [f.kind for f in found] == ["missing_trigger"] and "schema 23" in found[0].detail
+    assert [f.kind for f in found] == ["fts_trigger_hazard"] and "schema 23" in found[0].detail
     assert "--schema" in found[0].detail
     assert repair_file(path).ok and triggers(path) == own_triggers(6)
 

@@ -82,8 +82,9 @@ def check(quick: bool, as_json: bool) -> None:
     cannot run on the damaged parts are listed as skipped. A later Hermes' file (schema 7-17) is
     checked against its own layout: its triggers, indexes and every search index with the text
     that layout indexes; a layout this tool does not know gets the file-level checks (integrity,
-    foreign keys) only. The SQLite version in use is reported, with a note when it has the
-    WAL-reset bug.
+    foreign keys), and version 6's search checks where it still holds version 6's index (a v6
+    file a Hermes of schema 23 or later opened: fts_trigger_hazard). The SQLite version in use
+    is reported, with a note when it has the WAL-reset bug.
 
     Exit 0 when healthy, 1 when a problem was found (every one listed). Never takes the write
     lock, never changes the file and leaves nothing beside it, so it is safe while Hermes runs.

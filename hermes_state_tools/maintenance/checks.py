@@ -40,7 +40,7 @@ from hermes_state_tools.upgrade.steps import detect_schema_version
 
 KINDS = (
     "integrity", "foreign_key", "fts_out_of_sync", "missing_trigger", "missing_index", "lineage_cycle",
-    "missing_parent", "counter_mismatch", "duplicate_title", "schema_version", "foreign_role",
+    "missing_parent", "counter_mismatch", "duplicate_title", "schema_version", "foreign_role", "fts_trigger_hazard",
 )
 _INTEGRITY_MAX_ERRORS = 100
 _SAMPLE = 5
@@ -147,15 +147,25 @@ def missing_triggers(conn: sqlite3.Connection) -> Iterator[Finding]:
         if trigger.present is None:
             yield Finding("missing_trigger", f"trigger {trigger.name} is missing: message changes are not indexed")
         elif trigger.hazard:
-            yield Finding("missing_trigger", f"trigger {trigger.name} has the inline body a Hermes of schema 23 or "
-                                             f"later installs over the external-content index {trigger.index.name}: "
-                                             "the first content update corrupts the search index; `repair` puts "
-                                             "the layout's own trigger back, and a new file made with `--schema` "
-                                             "in a later layout avoids it")
+            yield _hazard(conn, trigger)
         else:
             yield Finding("missing_trigger", f"trigger {trigger.name} is not the one "
                                              f"{layout_rules.expected_layout(conn).name} defines: message changes "
                                              "may be indexed wrongly")
+
+
+def _hazard(conn: sqlite3.Connection, trigger: layout_rules.TriggerDrift) -> Finding:
+    """A Hermes of schema 23 or later's inline update trigger over v6's external-content index: its plain
+    DELETE reads the row's new text back and removes tokens the index never held (docs/layouts.md)."""
+    what = (f"trigger {trigger.name} is the one a Hermes of schema 23 or later writes for its own inline index, "
+            f"over this file's external-content {trigger.index.name}: each edit of a message's text leaves its "
+            "old words searchable and the index corrupt; ")
+    if read_layout(conn).known:
+        return Finding("fts_trigger_hazard", what + "`repair` puts the layout's own trigger back, and a new "
+                                             "file made with `--schema 17` avoids it")
+    return Finding("fts_trigger_hazard", what + "this tool does not write that Hermes' layout: "
+                                         "`hermes sessions optimize-storage` rebuilds the index in its current "
+                                         "form; a new file made with `--schema 17` avoids it")
 
 
 def missing_indexes(conn: sqlite3.Connection) -> Iterator[Finding]:
@@ -402,8 +412,9 @@ def _check_once(path: Path, quick: bool, progress: Steps | None, stable: bool) -
         return _unreadable(exc), False
     try:
         newer = _unknown_layout(conn, version)
+        v6_index = newer and layout_rules.keeps_v6_search_index(conn)
         # the other thread reads what this look reads: on the last look, the stable copy
-        findings, skipped = _run_in_two_threads(conn.reads or path, conn, quick, progress, newer)
+        findings, skipped = _run_in_two_threads(conn.reads or path, conn, quick, progress, newer, v6_index)
         report = CheckReport(tuple(findings), tuple(skipped), (), newer)
         return report, bool(report.findings) and writer_arrived(conn, path)
     finally:
@@ -421,20 +432,21 @@ def _unknown_layout(conn: sqlite3.Connection, version: int | None) -> bool:
 
 
 def _run_in_two_threads(path: Path, conn: sqlite3.Connection, quick: bool, progress: Steps | None,
-                        newer: bool) -> tuple[list[Finding], list[tuple[str, str]]]:
+                        newer: bool, v6_index: bool = False) -> tuple[list[Finding], list[tuple[str, str]]]:
     """The costly half runs in a second thread while the other checks run here (sqlite3 lets go of the
     GIL): FTS5's integrity-check on a private snapshot (full), or quick_check (--quick) on a connection
-    of its own. A layout this tool does not know gets only the file-level checks, here."""
+    of its own. A layout this tool does not know gets only the file-level checks, here, and the search
+    checks of version 6 when its `messages_fts` is still version 6's own (`v6_index`)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hst-check") as pool:
         agrees, elsewhere = None, None
         if not newer and quick:
             elsewhere = pool.submit(_quick_check_elsewhere, path).result
-        elif not newer:
+        elif not quick and (v6_index or not newer):
             agrees = _snapshot_check(pool, path, conn)
+        only = ("integrity", "foreign_keys", *(("fts_sync", "missing_triggers") if v6_index else ()))
         conn.execute("BEGIN")  # one snapshot while other processes keep writing
         try:
-            return run_checks(conn, quick, agrees, progress, elsewhere,
-                              ("integrity", "foreign_keys") if newer else None)
+            return run_checks(conn, quick, agrees, progress, elsewhere, only if newer else None)
         finally:
             if conn.in_transaction:  # SQLite ends the transaction itself on some corrupt-page errors
                 conn.execute("ROLLBACK")

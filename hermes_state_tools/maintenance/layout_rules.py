@@ -26,6 +26,17 @@ def expected_layout(conn: sqlite3.Connection) -> Layout:
     return read_layout(conn).layout or layout(SCHEMA_VERSION)
 
 
+def keeps_v6_search_index(conn: sqlite3.Connection) -> bool:
+    """A file of a layout this tool does not know whose `messages_fts` is still version 6's own table:
+    what a Hermes of schema 23 or later leaves of a v6 file until `hermes sessions optimize-storage`
+    (it calls that index legacy and keeps it). Version 6's search checks then apply to that index."""
+    if read_layout(conn).known:
+        return False
+    own = layout(SCHEMA_VERSION).search[0]
+    row = conn.execute("SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?", (own.name,)).fetchone()
+    return row is not None and normalized(row[0]) == normalized(own.sql)
+
+
 @dataclass(frozen=True)
 class TriggerDrift:
     """One trigger of the layout the file lacks (`present` None) or holds with another body."""

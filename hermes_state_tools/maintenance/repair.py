@@ -149,7 +149,8 @@ def restore_structure(run: _Run) -> None:
         run.changes.append(Change(_structure_kind(name), verb, f"{verb} {name}"))
     restored = layout_rules.restore_triggers(run.conn)
     for trigger in restored:
-        run.changes.append(Change("missing_trigger", "recreated", f"recreated trigger {trigger.name} as "
+        kind = "fts_trigger_hazard" if trigger.hazard else "missing_trigger"
+        run.changes.append(Change(kind, "recreated", f"recreated trigger {trigger.name} as "
                                   f"{layout_rules.expected_layout(run.conn).name} defines it", (),
                                   trigger.present, trigger.expected))
     if restored:  # an altered trigger may have indexed wrongly: every index is filled anew from `messages`
@@ -211,6 +212,7 @@ FIXES: dict[str, Fix] = {
     "duplicate_title": rename_duplicate_titles,
     "missing_index": restore_structure,
     "missing_trigger": restore_structure,
+    "fts_trigger_hazard": restore_structure,
     "schema_version": restore_structure,
     "fts_out_of_sync": rebuild_fts,
     "counter_mismatch": recount_counters,
@@ -218,7 +220,7 @@ FIXES: dict[str, Fix] = {
 
 
 # Fixes that rebuild an index or the search index from every row: the write lock is held throughout.
-REBUILDS_FTS = frozenset({"fts_out_of_sync", "missing_trigger", "missing_index"})
+REBUILDS_FTS = frozenset({"fts_out_of_sync", "missing_trigger", "fts_trigger_hazard", "missing_index"})
 
 
 def apply_fixes(conn: sqlite3.Connection, kinds: set[str]) -> list[Change]:
