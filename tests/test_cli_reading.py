@@ -223,6 +223,18 @@ def test_show_prints_real_newlines_folds_tool_output_and_marks_mirrors(store: Pa
     assert not ANSI.search(out)
 
 
+def test_the_show_header_fits_80_columns_with_a_long_model_name(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.create_session("20260310_184211_a1c4e9b2", "telegram", model="anthropic/claude-opus-4.6-20260301")
+        db.append_message("20260310_184211_a1c4e9b2", "user", "check disk usage")
+    head = cli("--db", path, "sessions", "show", "a1c4e9b2", env={"COLUMNS": "80"}).stdout.splitlines()[:2]
+    assert head == ["session 20260310_184211_a1c4e9b2  source telegram",
+                    "model anthropic/claude-opus-4.6-20260301"]
+    piped = cli("--db", path, "sessions", "show", "a1c4e9b2").stdout.splitlines()[0]
+    assert piped == "session 20260310_184211_a1c4e9b2  source telegram  model anthropic/claude-opus-4.6-20260301"
+
+
 def test_the_pager_is_not_used_without_a_terminal(store: Path, tmp_path: Path) -> None:
     marker = tmp_path / "paged"
     env = {"PAGER": f"touch {marker}; cat"}

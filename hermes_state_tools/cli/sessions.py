@@ -108,8 +108,11 @@ def _human_message(message: dict[str, Any], full: bool, colour: bool) -> list[st
 
 def _human_show(doc: dict[str, Any], full: bool = False, colour: bool = False) -> str:
     s = doc["session"]
-    lines = [f"session {s['id']}  source {s['source']}  model {s.get('model') or '-'}",
-             f"started {when(s['started_at'])}  ended {when(s['ended_at'])}"
+    first, model = f"session {s['id']}  source {s['source']}", f"model {s.get('model') or '-'}"
+    width = render.terminal_width()  # the model on a line of its own where the one line would wrap
+    fits = width is None or render.display_width(first) + 2 + render.display_width(model) <= width
+    lines = [f"{first}  {model}"] if fits else [first, model]
+    lines += [f"started {when(s['started_at'])}  ended {when(s['ended_at'])}"
              + (f" ({s['end_reason']})" if s.get("end_reason") else ""),
              f"title: {s.get('title') or '-'}  parent: {s.get('parent_session_id') or '-'}",
              f"{plural(len(doc['messages']), 'message')}:"]
