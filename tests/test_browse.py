@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
 from hermes_state_tools.views.browse import datasette_command, immutable, metadata
+from tests.hermes_fixtures import load as load_hermes
 from tests.schema_fixtures import load_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +79,13 @@ def test_a_file_of_a_newer_schema_is_served_read_only_like_any_other(tmp_path: P
 
 def test_print_metadata_is_the_json_datasette_reads(store: Path) -> None:
     result = CliRunner().invoke(main, ["--db", str(store), "browse", "--print-metadata"])
-    assert result.exit_code == 0 and json.loads(result.stdout) == metadata(store)
+    assert result.exit_code == 0 and json.loads(result.stdout) == metadata(store, 6)
+
+
+def test_print_metadata_names_the_files_own_schema_version(tmp_path: Path) -> None:
+    path = load_hermes("v17", tmp_path / "state.db")
+    result = CliRunner().invoke(main, ["--db", str(path), "browse", "--print-metadata"])
+    assert result.exit_code == 0 and "(schema 17)" in json.loads(result.stdout)["description"]
 
 
 def test_print_metadata_of_a_missing_or_foreign_file_is_refused(tmp_path: Path) -> None:

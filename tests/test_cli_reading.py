@@ -223,6 +223,29 @@ def test_show_prints_real_newlines_folds_tool_output_and_marks_mirrors(store: Pa
     assert not ANSI.search(out)
 
 
+def test_the_show_header_fits_80_columns_with_a_long_model_name(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path) as db:
+        db.create_session("20260310_184211_a1c4e9b2", "telegram", model="anthropic/claude-opus-4.6-20260301")
+        db.append_message("20260310_184211_a1c4e9b2", "user", "check disk usage")
+    head = cli("--db", path, "sessions", "show", "a1c4e9b2", env={"COLUMNS": "80"}).stdout.splitlines()[:2]
+    assert head == ["session 20260310_184211_a1c4e9b2  source telegram",
+                    "model anthropic/claude-opus-4.6-20260301"]
+    piped = cli("--db", path, "sessions", "show", "a1c4e9b2").stdout.splitlines()[0]
+    assert piped == "session 20260310_184211_a1c4e9b2  source telegram  model anthropic/claude-opus-4.6-20260301"
+
+
+def test_stats_fit_80_columns_in_two_tables_and_a_pipe_gets_one(store: Path) -> None:
+    labels = ["sessions", "messages", "input", "output", "cache read", "cache write", "reasoning", "est. $",
+              "actual $"]
+    narrow = cli("--db", store, "sessions", "stats", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert all(render.display_width(line) <= 80 for line in narrow)
+    assert all(sum(label in line for line in narrow) == 3 for label in labels)  # total, by model, by source
+    piped = cli("--db", store, "sessions", "stats").stdout.splitlines()
+    headers = [line for line in piped if "sessions  messages" in line]
+    assert len(headers) == 3 and all(all(label in line for label in labels) for line in headers)
+
+
 def test_the_pager_is_not_used_without_a_terminal(store: Path, tmp_path: Path) -> None:
     marker = tmp_path / "paged"
     env = {"PAGER": f"touch {marker}; cat"}

@@ -162,7 +162,7 @@ def test_repair_never_swaps_away_what_a_writer_committed_while_it_rebuilt(pristi
     from hermes_state_tools.maintenance import recover
 
     path = damaged_copy(pristine, tmp_path, "idx_messages_session")
-    to_wal = recover._to_wal
+    to_wal = recover.to_wal
 
     def writer_meanwhile(tmp: Path) -> None:
         to_wal(tmp)
@@ -170,7 +170,7 @@ def test_repair_never_swaps_away_what_a_writer_committed_while_it_rebuilt(pristi
                         "c = sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE sessions SET title = 'meanwhile' "
                         "WHERE id = (SELECT MIN(id) FROM sessions)\"); c.commit(); c.close()", str(path)], check=True)
 
-    monkeypatch.setattr(recover, "_to_wal", writer_meanwhile)
+    monkeypatch.setattr(recover, "to_wal", writer_meanwhile)
     result = cli("--db", path, "repair", "--no-progress")
     assert result.exit_code == 75 and "re-run repair" in result.stderr
     assert rows(path, "SELECT title FROM sessions WHERE title = 'meanwhile'") == [("meanwhile",)]

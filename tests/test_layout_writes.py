@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hermes_state_tools.core.layouts import LATER_VERSIONS, layout
+from tests.hermes_fixtures import load as load_hermes
 from tests.import_helpers import cli, import_json, query
 from tests.layout_helpers import hermes_objects as objects
 from tests.layout_helpers import schema_entries, search_index_agrees
@@ -111,6 +112,21 @@ def test_merge_carries_a_later_layouts_columns_into_the_same_columns(tmp_path: P
     assert query(db, "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'hst_message_extra'") in (
         [{"n": 0}], [{"n": 1}])
     search_index_agrees(db)
+
+
+def test_a_merge_of_a_later_file_into_stored_sessions_is_whole_in_one_run(tmp_path: Path) -> None:
+    """Sessions both files hold (Hermes' own v17 scenario and the v16 chain over the same ids): the later
+    columns the stored rows have stay in those columns, never copied into extra data, so a second merge
+    of the same file finds nothing to add."""
+    db = load_hermes("v17", tmp_path / "state.db")
+    other = load_hermes("chain-v16", tmp_path / "other.db")
+    first = json.loads(cli("--db", db, "merge", other, "--json", "--no-progress").stdout)
+    assert first["ok"] and first["sessions_created"] > 0 and first["messages_skipped_duplicate"] > 0
+    again = json.loads(cli("--db", db, "merge", other, "--json", "--no-progress").stdout)
+    assert (again["sessions_created"], again["sessions_updated"], again["messages_imported"],
+            again["messages_enriched"]) == (0, 0, 0, 0)
+    for table in ("hst_session_extra", "hst_message_extra"):
+        assert query(db, f"SELECT COUNT(*) AS n FROM {table} WHERE data LIKE '%hermes_columns%'") == [{"n": 0}]
 
 
 def test_into_version_6_the_later_columns_wait_in_extra_data_and_come_back(tmp_path: Path) -> None:

@@ -386,9 +386,13 @@ def test_sessions_stats_reads_an_old_schema(tmp_path):
 # -- help and README --------------------------------------------------------------
 
 def all_commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
-    """Every command and group below `main`, by its full name ('sessions list')."""
+    """Every command and group below `main`, by its full name ('sessions list'), the ones that load
+    lazily included (`group.commands` holds only those loaded so far)."""
     found: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         found[prefix + name] = command
         if isinstance(command, click.Group):
             found.update(all_commands(command, f"{prefix}{name} "))

@@ -44,6 +44,16 @@ def test_restore_puts_the_backup_in_place_and_keeps_the_current_file_with_its_wa
     assert cli("--db", db, "check").exit_code == 0
 
 
+def test_the_restored_store_is_in_wal_mode_as_hermes_keeps_it(tmp_path):
+    """A backup is a file on its own (a rollback journal); in the store's place it is in WAL mode, so
+    that `status` says so and `browse` reads it as a live file, not an unchanging copy."""
+    db, backup = _two(tmp_path)
+    assert backup.read_bytes()[18] == 1
+    assert cli("--db", db, "restore", backup, "--yes").exit_code == 0
+    assert db.read_bytes()[18] == 2 and not (tmp_path / "state.db-wal").exists()
+    assert cli_json("--db", db, "status")[1]["journal_mode"] == "wal"
+
+
 def test_restore_without_a_terminal_needs_yes(tmp_path):
     db, backup = _two(tmp_path)
     before = listing(tmp_path), sha256(db)

@@ -47,6 +47,12 @@ def test_the_units_parse_and_say_what_cron_and_alerting_need() -> None:
         assert code in render("systemd-service", ALICE) and code in render("cron", ALICE)
 
 
+def test_the_services_documentation_link_names_a_page_the_repository_holds() -> None:
+    link = _unit(render("systemd-service", ALICE))["Unit"]["Documentation"]
+    page = re.fullmatch(r"https://github\.com/hermes-state-tools/hermes-state-tools/blob/main/(\S+)", link)
+    assert page and (ROOT / page[1]).is_file()
+
+
 def test_the_cron_line_sets_path_and_hermes_home_and_has_no_percent_sign() -> None:
     lines = [line for line in render("cron", ALICE).splitlines() if line and not line.startswith("#")]
     env = dict(line.split("=", 1) for line in lines if re.match(r"^[A-Z_]+=", line))

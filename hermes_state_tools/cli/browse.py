@@ -19,7 +19,6 @@ from hermes_state_tools.views.browse import (
     datasette_command,
     datasette_installed,
     file_metadata,
-    metadata,
 )
 
 
@@ -56,7 +55,7 @@ def browse(port: int, open_browser: bool, force_immutable: bool, print_metadata:
              "'datasette>=0.65,<1.0' into the same environment)", EXIT_USAGE)
     with tempfile.TemporaryDirectory(prefix="hermes-state-browse-") as folder:
         meta_file = Path(folder) / "metadata.json"
-        meta_file.write_text(json.dumps(metadata(path)), "utf-8")
+        meta_file.write_text(json.dumps(file_metadata(path)), "utf-8")
         command = datasette_command(path, meta_file, port, ["-o"] if open_browser else [], force_immutable)
         click.echo(f"serving {path} read-only on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)
         # A stop by SIGTERM/SIGHUP (systemctl stop, a closed terminal) ends like Ctrl-C: the server is

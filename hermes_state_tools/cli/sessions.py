@@ -108,8 +108,11 @@ def _human_message(message: dict[str, Any], full: bool, colour: bool) -> list[st
 
 def _human_show(doc: dict[str, Any], full: bool = False, colour: bool = False) -> str:
     s = doc["session"]
-    lines = [f"session {s['id']}  source {s['source']}  model {s.get('model') or '-'}",
-             f"started {when(s['started_at'])}  ended {when(s['ended_at'])}"
+    first, model = f"session {s['id']}  source {s['source']}", f"model {s.get('model') or '-'}"
+    width = render.terminal_width()  # the model on a line of its own where the one line would wrap
+    fits = width is None or render.display_width(first) + 2 + render.display_width(model) <= width
+    lines = [f"{first}  {model}"] if fits else [first, model]
+    lines += [f"started {when(s['started_at'])}  ended {when(s['ended_at'])}"
              + (f" ({s['end_reason']})" if s.get("end_reason") else ""),
              f"title: {s.get('title') or '-'}  parent: {s.get('parent_session_id') or '-'}",
              f"{plural(len(doc['messages']), 'message')}:"]
@@ -190,12 +193,26 @@ def _stat_cells(group: dict[str, Any]) -> list[str]:
 
 
 def _human_stats(doc: dict[str, Any]) -> str:
-    header = [label for label, _ in _STAT_COLUMNS]
-    lines = _table(["", *header], [["total", *_stat_cells(doc["totals"])]])
+    lines = _stat_table("", [["total", *_stat_cells(doc["totals"])]])
     for title, key in (("by model", "model"), ("by source", "source")):
         rows = [[str(group[key] or "-"), *_stat_cells(group)] for group in doc[f"by_{key}"]]
-        lines += ["", title + ":", *_table([key, *header], rows)]
+        lines += ["", title + ":", *_stat_table(key, rows)]
     return "\n".join(lines)
+
+
+# Where the whole table is wider than the terminal: the tokens in and out, then the cache and the cost.
+_STAT_PARTS = ((0, 1, 2, 3, 6), (4, 5, 7, 8))
+
+
+def _stat_table(key: str, rows: list[list[str]]) -> list[str]:
+    """One table of every column, or, where its lines would wrap, two tables of part of them each."""
+    header = [key, *(label for label, _ in _STAT_COLUMNS)]
+    width = render.terminal_width()
+    if width is None or max(render.display_width(line) for line in render.table(header, rows)) <= width:
+        return _table(header, rows, shrink=(0,))
+    parts = [[0, *(1 + i for i in part)] for part in _STAT_PARTS]
+    return [*_table([header[i] for i in parts[0]], [[row[i] for i in parts[0]] for row in rows], shrink=(0,)), "",
+            *_table([header[i] for i in parts[1]], [[row[i] for i in parts[1]] for row in rows], shrink=(0,))]
 
 
 @sessions.command()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from hermes_state_tools.store.files import (
     require_new_destination,
     swap_in,
     temp_beside,
+    to_wal,
 )
 from hermes_state_tools.store.opening import require_database_file
 
@@ -46,15 +46,6 @@ def _rebuild(source: Path, dest: Path, purpose: str, exact: bool) -> tuple[Salva
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _to_wal(path: Path) -> None:
-    """The rebuilt file in WAL mode, as Hermes keeps its store (the -wal goes away on close)."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL").fetchone()
-    finally:
-        conn.close()
 
 
 @dataclass(frozen=True)
@@ -100,7 +91,7 @@ def rebuild_in_place(db: Path) -> dict[str, Any]:
     read = _identities(db)
     report, tmp = _rebuild(db, db, "repair", exact=True)
     try:
-        _to_wal(tmp)
+        to_wal(tmp)
         # again, right before the swap: a writer that came, committed and left meanwhile changed the file,
         # and its rows are not in the rebuilt one
         if others_have_open(db):

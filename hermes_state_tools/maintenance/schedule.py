@@ -44,7 +44,7 @@ def systemd_service(inst: Installation) -> str:
 {EXIT_CODES}
 [Unit]
 Description=Hermes Agent state.db maintenance (check, repair, optimize, vacuum)
-Documentation=https://github.com/hermes-state-tools/hermes-state-tools#scheduling
+Documentation=https://github.com/hermes-state-tools/hermes-state-tools/blob/main/docs/scheduling.md
 # Busy (75) is retried below; at most 3 starts an hour.
 StartLimitIntervalSec=1h
 StartLimitBurst=3

@@ -163,6 +163,16 @@ def others_have_open(db: Path) -> bool:
         os.close(fd)
 
 
+def to_wal(path: Path) -> None:
+    """A file about to take the store's place, in WAL mode as Hermes keeps its store (the -wal goes away
+    on close): what a restored or rebuilt store is opened in from its first reader on."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+    finally:
+        conn.close()
+
+
 def swap_in(db: Path, new: Path, aside: Path | None) -> None:
     """Replace `db` by the verified `new`; the old file (with its -wal or hot -journal) stays as `aside`.
 

@@ -17,6 +17,7 @@ from hermes_state_tools.store.files import (
     remove_with_sidecars,
     swap_in,
     temp_beside,
+    to_wal,
 )
 from hermes_state_tools.store.opening import require_supported
 
@@ -60,6 +61,7 @@ def restore_file(db: Path, backup: Path, confirm: Callable[[RestorePlan], None] 
     remove_with_sidecars(staged)
     try:
         copied = backup_database(backup, staged)  # the backup API: the copy is verified before it exists
+        to_wal(staged)  # a backup is a file on its own (journal_mode=DELETE); the store is not
         if db.exists() and others_have_open(db):
             raise DatabaseInUseError(f"{db}: another process opened the database; nothing was changed")
         aside = dated_name(db, "pre-restore") if db.exists() else None

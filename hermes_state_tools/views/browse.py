@@ -74,8 +74,9 @@ def datasette_installed() -> bool:
     return importlib.util.find_spec("datasette") is not None
 
 
-def metadata(db_path: Path) -> dict[str, Any]:
-    """Datasette metadata for this file: its database key is the file's stem (`state` for state.db)."""
+def metadata(db_path: Path, version: int | None = None) -> dict[str, Any]:
+    """Datasette metadata for this file: its database key is the file's stem (`state` for state.db);
+    `version`, the file's schema version, is named in the description."""
     tables: dict[str, Any] = {
         "messages": {"fts_table": "messages_fts", "fts_pk": "id", "facets": ["role", "tool_name"],
                      "sort_desc": "timestamp", "label_column": "content"},
@@ -84,16 +85,15 @@ def metadata(db_path: Path) -> dict[str, Any]:
         **{name: {"hidden": True} for name in _HIDDEN},
     }
     return {"title": "Hermes Agent state.db",
-            "description": "Read-only view of a Hermes Agent conversation store (schema v6), "
-                           "served by hermes-state browse.",
+            "description": "Read-only view of a Hermes Agent conversation store"
+                           f"{'' if version is None else f' (schema {version})'}, served by hermes-state browse.",
             "databases": {db_path.stem: {"tables": tables, "queries": _QUERIES}}}
 
 
 def file_metadata(db_path: Path) -> dict[str, Any]:
     """`metadata` of an existing Hermes file: a missing or foreign one is refused (exit 2), as every
     command but import refuses it."""
-    require_supported(db_path, allow_newer=True)
-    return metadata(db_path)
+    return metadata(db_path, require_supported(db_path, allow_newer=True))
 
 
 def immutable(db_path: Path) -> bool:

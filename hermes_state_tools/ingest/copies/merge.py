@@ -11,7 +11,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from hermes_state_tools.core import jsonutil
-from hermes_state_tools.core.records import GENERATED_CALL_PREFIX, LegacyMessage, LegacySession, Problem
+from hermes_state_tools.core.records import (
+    GENERATED_CALL_PREFIX,
+    HERMES_COLUMNS_KEY,
+    LegacyMessage,
+    LegacySession,
+    Problem,
+)
 from hermes_state_tools.ingest.copies.align import (
     CLOCK_SLACK_S,
     Key,
@@ -59,6 +65,7 @@ class ExistingMessage:
     # unless the text holds redaction masks or a copy does: stored.load_existing)
     missing: frozenset[str] = frozenset()  # ENRICHED_COLUMNS that are NULL (or '') in the stored row
     extra_keys: frozenset[str] = frozenset()  # keys of the row's extra data
+    columns: frozenset[str] = frozenset()  # the columns of the file's messages table
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,7 @@ def _take_fields(slot: _Slot, message: LegacyMessage) -> None:
             value = getattr(message, name)
             if value is not None and value != "":
                 slot.fill.setdefault(name, value)
-        for key, value in message.extra.items():
+        for key, value in _unheld(message.extra, slot.stored.columns).items():
             if key not in slot.stored.extra_keys:
                 slot.fill_extra.setdefault(key, value)
     elif slot.message is not None and slot.message is not message:
@@ -340,12 +347,24 @@ def _keep_order(slots: list[_Slot], times: list[float | None]) -> list[tuple[int
     return retimed
 
 
-def _session_extra(copies: list[LegacySession]) -> dict[str, Any]:
+def _session_extra(copies: list[LegacySession], existing: Existing | None) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     for copy in copies:
         for key, value in copy.extra.items():
             extra.setdefault(key, value)
-    return extra
+    return extra if existing is None else _unheld(extra, frozenset(existing.row))
+
+
+def _unheld(extra: dict[str, Any], columns: frozenset[str]) -> dict[str, Any]:
+    """A stored row's extra data to add, without the carried values (another file's later columns) of
+    the `columns` the row has: its own column holds that value, never overwritten, and a copy beside it
+    would be added again by every merge of the same file."""
+    carried = extra.get(HERMES_COLUMNS_KEY)
+    if not isinstance(carried, dict):
+        return extra
+    kept = {name: value for name, value in carried.items() if name not in columns}
+    rest = {key: value for key, value in extra.items() if key != HERMES_COLUMNS_KEY}
+    return {**rest, HERMES_COLUMNS_KEY: kept} if kept else rest
 
 
 def _fill_row(existing: Existing, copies: list[LegacySession]) -> dict[str, Any]:
@@ -406,7 +425,7 @@ def plan_session(session_id: str, copies: list[LegacySession], existing: Existin
     else:
         row = _fill_row(existing, copies)
     return SessionPlan(
-        session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies),
+        session_id=session_id, create=existing is None, row=row, session_extra=_session_extra(copies, existing),
         inserts=[(m, float(t), i) for m, t, i in inserts if t is not None], retimed=retimed, duplicates=duplicates,
         problems=problems,
         enrich=_enrichments(slots, name_tools), foreign_ids=existing.foreign_ids if existing else (),

@@ -51,6 +51,7 @@ def load_existing(conn: sqlite3.Connection, session_id: str, texts: bool = False
     )
     extra_keys = {mid: frozenset(data) for mid, data in extras.message_extras(conn, session_id).items()
                   if isinstance(data, dict)}
+    columns = frozenset(present)
     messages, foreign = [], []
     for m in cursor:
         if m[1] in FOREIGN_ROLES:
@@ -62,7 +63,7 @@ def load_existing(conn: sqlite3.Connection, session_id: str, texts: bool = False
             missing |= {PARTS_KEY}  # stored as text: a copy's list of parts (its images) is kept beside it
         kept = m[2] if texts or (isinstance(m[2], str) and has_mask(m[2])) else None
         messages.append(ExistingMessage(m[0], m[1], kept, m[3], calls, m[5], message_key(m[1], m[2], m[3], calls),
-                                        missing, extra_keys.get(m[0], frozenset())))
+                                        missing, extra_keys.get(m[0], frozenset()), columns))
     return Existing(dict(row), tuple(messages), tuple(foreign), _parked_parent(conn, session_id))
 
 
