@@ -251,12 +251,16 @@ def _with_blob_column(path: Path, version: int) -> Path:
 
 def test_a_newer_schema_with_a_blob_column_is_exported_shown_and_merged(tmp_path):
     # Its BLOB column crashed export, `sessions show --json` and merge (exit 70, a bare "[" on stdout).
-    # export and show read the v6 columns, as the warning says; merge keeps the others as extra data.
+    # show reads the columns the tool knows, as the warning says; export carries every column (the BLOB
+    # as base64, as of a v6 file); merge keeps the others as extra data.
     path = _with_blob_column(build_healthy(tmp_path / "state.db"), 30)
     exported = cli("--db", path, "export")
     assert exported.exit_code == 0, exported.stderr
     records = [json.loads(line) for line in exported.stdout.splitlines()]
-    assert records and all("embedding" not in m and m["extra"] == {} for r in records for m in r["messages"])
+    blob = {"blob_base64": base64.b64encode(bytes(range(256))).decode()}
+    exported_messages = [m for r in records for m in r["messages"]]
+    assert all(m["embedding"] in (blob, None) and m["extra"] == {} for m in exported_messages)
+    assert blob in [m["embedding"] for m in exported_messages]
     session = records[0]["session"]["id"]
     code, doc = cli_json("--db", path, "sessions", "show", session)
     assert code == 0 and doc["schema_newer"] is True

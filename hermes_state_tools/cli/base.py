@@ -34,7 +34,7 @@ from hermes_state_tools.core.connection import (
     result_code,
 )
 from hermes_state_tools.core.progress import Steps
-from hermes_state_tools.core.schema import NEWEST_KNOWN, SCHEMA_VERSION
+from hermes_state_tools.core.schema import NEWEST_KNOWN
 from hermes_state_tools.core.surrogates import printable
 from hermes_state_tools.core.times import local_time
 from hermes_state_tools.core.words import plural as plural  # re-exported: the commands use it from here
@@ -151,7 +151,7 @@ class Settings:
         says so."""
         if not self.schema_newer:
             say(f"warning: {path}: schema version {version} is a layout this tool does not know (it knows "
-                f"6 to {NEWEST_KNOWN}); reading the columns of version {SCHEMA_VERSION} only, nothing is written")
+                f"6 to {NEWEST_KNOWN}); reading the columns those layouts have only, nothing is written")
         self.schema_newer = True
 
 

@@ -70,7 +70,8 @@ def _human_list(doc: dict[str, Any]) -> str:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100_000),
               help="Show at most this many sessions (the footer says how many there are).")
 @click.option("--all", "show_all", is_flag=True,
-              help="Also the sessions Hermes keeps out of its lists: archived ones (a later Hermes' files).")
+              help="Also the sessions Hermes keeps out of its lists: archived and hidden ones, and "
+                   "a subagent's (delegated) sessions.")
 @common_options()
 def list_(source: str | None, limit: int, show_all: bool, as_json: bool) -> None:
     """List conversations newest first, with a preview.

@@ -39,9 +39,9 @@ def status(as_json: bool) -> None:
     """Show schema version, journal mode, counts, file sizes, the session date range and the SQLite in use.
 
     Read-only, leaves no file beside the database (works in a read-only folder). A newer schema
-    is read (its version-6 columns) with one warning line. A note warns when the SQLite in use
-    has the WAL-reset bug (3.7.0 through 3.51.2): here, and in `check` only when the file is
-    damaged; --json of status, check and maintain says "sqlite_wal_reset_bug": true|false.
+    is read (the columns of the layouts this tool knows) with one warning line. A note warns when
+    the SQLite in use has the WAL-reset bug (3.7.0 through 3.51.2): here, and in `check` only when
+    the file is damaged; --json of status, check and maintain says "sqlite_wal_reset_bug": true|false.
 
     \b
     Examples:

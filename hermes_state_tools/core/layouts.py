@@ -194,6 +194,17 @@ def _known_columns(table: str) -> frozenset[str]:
     return UNBUMPED_COLUMNS[table] | declared
 
 
+# Columns of a layout later than any this tool knows that it reads there (never writes), because they
+# decide what Hermes shows: `sessions.hidden = 1` keeps a session out of Hermes' session lists.
+READ_FROM_LATER: dict[str, frozenset[str]] = {"sessions": frozenset({"hidden"}), "messages": frozenset()}
+
+
+def readable_columns(table: str) -> frozenset[str]:
+    """The columns of `table` read on a file of a layout this tool does not know: those of every
+    layout it knows, and READ_FROM_LATER."""
+    return _known_columns(table) | READ_FROM_LATER[table]
+
+
 # From this schema on, Hermes marks a subagent's session with `model_config._delegate_from` (its v16
 # migration also marked small untitled tool runs `__orphaned__`), deletes it with its parent, and
 # keeps it out of its pickers.
@@ -205,6 +216,13 @@ def delegated_from(alias: str = "") -> str:
     JSON marks nothing (json_extract would fail on it for every row read)."""
     config = f"{alias}.model_config" if alias else "model_config"
     return f"json_extract(CASE WHEN json_valid({config}) THEN {config} ELSE '{{}}' END, '$._delegate_from')"
+
+
+def delegate_child(alias: str = "") -> str:
+    """The SQL condition on a session that a subagent ran it (`alias.` columns): the `_delegate_from`
+    marker, or source `subagent` (a later Hermes' own test for keeping it out of its lists)."""
+    prefix = f"{alias}." if alias else ""
+    return f"({delegated_from(alias)} IS NOT NULL OR {prefix}source = 'subagent')"
 
 
 @functools.cache
@@ -265,9 +283,10 @@ class FileLayout:
 
     def listed_sessions(self, alias: str = "s") -> str:
         """The SQL condition on sessions this layout's Hermes lists ("" where it hides none): archived
-        sessions are out of its lists, and from schema 16 sessions marked as a subagent's
-        (`model_config._delegate_from`, which its v16 migration also set on small untitled tool runs)."""
-        conditions = [f"{alias}.archived = 0"] if self.has("sessions", "archived") else []
+        sessions (and a later Hermes' hidden ones, `hidden = 1`) are out of its lists, and from schema
+        16 sessions marked as a subagent's (`model_config._delegate_from`, which its v16 migration also
+        set on small untitled tool runs)."""
+        conditions = [f"{alias}.{flag} = 0" for flag in ("archived", "hidden") if self.has("sessions", flag)]
         if self.version is not None and self.version >= DELEGATES_SINCE:
             conditions.append(f"{delegated_from(alias)} IS NULL")
         return " AND ".join(conditions)

@@ -25,7 +25,7 @@ from hermes_state_tools.core.connection import (
     retry_on_lock,
 )
 from hermes_state_tools.core.file_header import only_header_damaged, page_size_of_pages
-from hermes_state_tools.core.layouts import read_layout
+from hermes_state_tools.core.layouts import read_layout, readable_columns
 from hermes_state_tools.core.schema import (
     NEWEST_KNOWN,
     SCHEMA_VERSION,
@@ -238,19 +238,40 @@ def as_version_6(conn: sqlite3.Connection, newer: bool) -> None:
     """Make this read connection see `sessions` and `messages` with at least the version 6 columns,
     where the file's differ: temp views of those names, which SQLite resolves before the file's own
     tables. An older file's missing columns read as NULL (a v1 file has no title); the tables of a
-    `newer` layout this tool does not know are read through the v6 columns they keep and no other, as
-    the warning line says. Every other column (a later Hermes' layout this tool knows, or another
-    tool's) stays."""
+    `newer` layout this tool does not know are read through the columns of the layouts it knows
+    (`active`, `archived`, ... which decide what Hermes shows) and the few later ones it reads
+    (`layouts.readable_columns`), as the warning line says. Every other column (a later Hermes' layout
+    this tool knows, or another tool's) stays."""
     for table, columns in TABLE_COLUMNS.items():
         have = [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})")]
         wanted = [column.name for column in columns]
         missing = [name for name in wanted if name not in have]
-        extra = [name for name in have if name not in wanted]
+        readable = readable_columns(table) | set(wanted)
+        extra = [name for name in have if name not in readable]
         if not missing and not (newer and extra):
             continue
-        kept = [name for name in (wanted if newer else have) if name in have]
-        select = ", ".join([*(f'"{name}"' for name in kept), *(f'NULL AS "{name}"' for name in missing)])
-        conn.execute(f"CREATE TEMP VIEW {table} AS SELECT {select} FROM main.{table}")
+        kept = [name for name in have if name in readable] if newer else have
+        shared = _SHARED_PROMPT if newer and table == "sessions" and _prompts_shared(conn, have) else None
+        select = ", ".join([*(shared if shared and name == "system_prompt" else f't."{name}"' for name in kept),
+                            *(f'NULL AS "{name}"' for name in missing)])
+        conn.execute(f"CREATE TEMP VIEW {table} AS SELECT {select} FROM main.{table} AS t")
+
+
+# Hermes from schema 25 keeps a session's system prompt once in `system_prompts`, named by
+# `sessions.system_prompt_hash`, and reads it as this (the inline column stays its fallback).
+_SHARED_PROMPT = ('COALESCE((SELECT p.prompt FROM main.system_prompts AS p WHERE p.hash = t.system_prompt_hash), '
+                  't.system_prompt) AS "system_prompt"')
+
+
+def _prompts_shared(conn: sqlite3.Connection, session_columns: list[str]) -> bool:
+    return "system_prompt_hash" in session_columns and "system_prompts" in object_names(conn, "table")
+
+
+def hidden_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    """The columns of the file's own `table` a read connection's view of it (as_version_6) leaves out:
+    those of a layout this tool does not know (empty for every other file)."""
+    seen = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    return [row[1] for row in conn.execute(f"PRAGMA main.table_info({table})") if row[1] not in seen]
 
 
 def damage_found(conn: sqlite3.Connection, full: bool = False) -> str | None:

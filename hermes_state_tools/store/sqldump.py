@@ -51,7 +51,16 @@ def _objects(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
 
 
 def _row_tables(conn: sqlite3.Connection, objects: list[tuple[str, str, str]]) -> list[str]:
-    return [name for kind, name, sql in objects if kind == "table" and not sql.upper().startswith("CREATE VIRTUAL")]
+    """The tables that hold rows, each after the tables its foreign keys name (sessions before
+    messages): a later Hermes' triggers read the session of a message as it goes in."""
+    names = [name for kind, name, sql in objects if kind == "table" and not sql.upper().startswith("CREATE VIRTUAL")]
+    parents = {name: {row[2] for row in conn.execute(f'PRAGMA foreign_key_list("{name}")')} & set(names) - {name}
+               for name in names}
+    ordered: list[str] = []
+    while len(ordered) < len(names):
+        ready = [n for n in names if n not in ordered and parents[n] <= set(ordered)]
+        ordered.append(ready[0] if ready else next(n for n in names if n not in ordered))  # a cycle: as listed
+    return ordered
 
 
 def dump_sql(conn: sqlite3.Connection) -> str:

@@ -10,21 +10,28 @@ from hermes_state_tools.core.schema import FTS_TABLE, object_names
 
 
 class Index(NamedTuple):
-    """Where message text sits in this file's FTS table: v6 indexes `content` alone. A newer Hermes may
-    index more columns (tool names, roles); a search then matches and snips the text column only."""
+    """Where message text sits in this file's FTS table: v6 (and v11-v22, inline) index one column. A
+    later Hermes (v23+) indexes `content`, `tool_name` and `tool_calls` as columns of their own and its
+    search matches all three; a search here then matches those columns (never another one a fork may
+    add, a role) and snips the text column."""
 
     column: int = 0
-    scoped: bool = False
+    scope: str = ""
 
     def query(self, fts_query: str) -> str:
-        return f"content : ({fts_query})" if self.scoped else fts_query
+        return f"{self.scope} : ({fts_query})" if self.scope else fts_query
+
+
+# The columns of a later Hermes' search index that its own search matches.
+SEARCHED_COLUMNS = ("content", "tool_name", "tool_calls")
 
 
 def text_index(conn: sqlite3.Connection) -> Index:
     names = [row[1] for row in conn.execute(f"PRAGMA table_info({FTS_TABLE})")]
     if names == ["content"] or "content" not in names:
         return Index()
-    return Index(names.index("content"), True)
+    searched = [name for name in SEARCHED_COLUMNS if name in names]
+    return Index(names.index("content"), "{" + " ".join(searched) + "}")
 
 
 def search_indexes(conn: sqlite3.Connection) -> tuple[SearchIndex, ...]:

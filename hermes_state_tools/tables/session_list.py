@@ -59,13 +59,16 @@ def list_rich(
     include_children: bool = False,
     project_compression_tips: bool = True,
     listed: str = "",
+    also_children: str = "",
 ) -> list[dict[str, Any]]:
-    """Top-level sessions newest first (only those the SQL condition `listed` on `s` keeps, if given);
-    compressed conversations shown as their live tip."""
+    """Top-level sessions newest first (only those the SQL condition `listed` on `s` keeps, if given),
+    and the children the condition `also_children` on `s` names; compressed conversations shown as
+    their live tip."""
     where: list[str] = [listed] if listed else []
     params: list[Any] = []
     if not include_children:
-        where.append("s.parent_session_id IS NULL")
+        where.append(f"(s.parent_session_id IS NULL OR {also_children})" if also_children
+                     else "s.parent_session_id IS NULL")
     if source:
         where.append("s.source = ?")
         params.append(source)

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.export_format import export_line
 from hermes_state_tools.core.times import local_time
-from hermes_state_tools.store.opening import reading
+from hermes_state_tools.store.opening import hidden_columns, reading
 from hermes_state_tools.tables import extras
 from hermes_state_tools.tables.session_export import session_ids
 from hermes_state_tools.views.sessions import require_sources, resolve
@@ -45,14 +45,26 @@ def select_ids(conn: sqlite3.Connection, session: str | None, source: str | None
     return [resolved] if source is None or row[0] == source else []
 
 
+def _every_column(conn: sqlite3.Connection, table: str) -> str:
+    """The FROM clause giving every column the file's `table` has: the read view (as_version_6) and, on
+    a layout this tool does not know, the file's own columns the view leaves out."""
+    later = hidden_columns(conn, table)
+    if not later:
+        return f"SELECT v.* FROM {table} AS v"
+    columns = ", ".join(f't."{name}"' for name in later)
+    return f"SELECT v.*, {columns} FROM {table} AS v JOIN main.{table} AS t ON t.id = v.id"
+
+
 def iter_sessions(conn: sqlite3.Connection, ids: list[str]) -> Iterator[ExportedSession]:
+    """Each session with every column its file has (a later Hermes' too), its messages and extra data."""
     with_extras = extras.present(conn)
+    session_sql = f"{_every_column(conn, 'sessions')} WHERE v.id = ?"
+    message_sql = f"{_every_column(conn, 'messages')} WHERE v.session_id = ? ORDER BY v.timestamp, v.id"
     for session_id in ids:
-        row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = conn.execute(session_sql, (session_id,)).fetchone()
         if row is None:
             continue  # deleted by another process since the ids were listed
-        messages = [dict(m) for m in conn.execute(
-            "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,))]
+        messages = [dict(m) for m in conn.execute(message_sql, (session_id,))]
         by_id = extras.message_extras(conn, session_id) if with_extras else {}
         yield ExportedSession(
             dict(row), messages,

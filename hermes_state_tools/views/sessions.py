@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_state_tools.core.layouts import read_layout
+from hermes_state_tools.core.layouts import delegate_child, read_layout
 from hermes_state_tools.core.reports import Report
 from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.errors import SessionIdError, UnknownSourceError
@@ -132,16 +132,18 @@ def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any
 def list_page(path: Path, source: str | None = None, limit: int = 20, show_all: bool = False) -> SessionListReport:
     """One page of the session list (top-level conversations newest first, with preview), and how many
     top-level conversations there are in all; sessions the file's Hermes keeps out of its lists
-    (archived ones) are left out unless `show_all`."""
+    (archived and hidden ones, a subagent's) are left out unless `show_all`, which also lists the
+    subagents' sessions that have a parent."""
     with reading(path, allow_newer=True) as conn:
         require_sources(conn, [source] if source else None)
         file = read_layout(conn)
         listed = "" if show_all else file.listed_sessions()
-        items = session_list.list_rich(conn, source=source, limit=limit, listed=listed)
+        children = delegate_child("s") if show_all else ""
+        items = session_list.list_rich(conn, source=source, limit=limit, listed=listed, also_children=children)
         where, params = ("AND source = ?", [source]) if source else ("", [])
         where += f" AND {file.listed_sessions('sessions')}" if listed else ""
-        total = conn.execute(f"SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NULL {where}",
-                             params).fetchone()[0]
+        top = f"(parent_session_id IS NULL OR {delegate_child()})" if show_all else "parent_session_id IS NULL"
+        total = conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {top} {where}", params).fetchone()[0]
         return SessionListReport(sessions=tuple(_with_chain(conn, item) for item in items), total=total)
 
 
