@@ -418,6 +418,18 @@ def test_the_report_says_when_the_import_made_the_database(tmp_path):
     assert human.exit_code == 0 and f"created a new database: {tmp_path / 'other.db'}" in human.stdout
 
 
+def test_a_new_file_in_schema_6s_layout_says_what_a_later_hermes_does_to_it_and_one_made_with_schema_does_not(tmp_path):
+    # A Hermes of schema 23 or later damages a v6 file's search index on first open (fixtures/hermes-late).
+    made_at_6 = cli("--db", tmp_path / "six.db", "import-jsonl", GOOD, "--no-progress")
+    assert made_at_6.exit_code == 0 and "a Hermes of schema 23 or later damages" in made_at_6.stdout
+    assert "--schema 17" in made_at_6.stdout
+    made_at_17 = cli("--db", tmp_path / "later.db", "import-jsonl", GOOD, "--no-progress", "--schema", "17")
+    assert made_at_17.exit_code == 0 and "created a new database" in made_at_17.stdout
+    assert "schema 23" not in made_at_17.stdout
+    into_existing = cli("--db", tmp_path / "six.db", "import-jsonl", GOOD, "--no-progress")
+    assert into_existing.exit_code == 0 and "schema 23" not in into_existing.stdout
+
+
 def test_a_full_disk_in_the_middle_of_an_import_is_exit_74_and_what_was_committed_stays_whole(tmp_path, monkeypatch):
     """SQLITE_FULL rolls the whole transaction back, the session's savepoint with it: the writer must not
     take it for one session's bad value (it tried ROLLBACK TO a savepoint gone: exit 70)."""

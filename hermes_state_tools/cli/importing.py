@@ -25,6 +25,7 @@ from hermes_state_tools.cli.progress import ExportBar, ImportBars
 from hermes_state_tools.core.connection import is_io_error
 from hermes_state_tools.core.layouts import known_versions
 from hermes_state_tools.core.problems import group_problems
+from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.errors import StorageIOError
 from hermes_state_tools.ingest.reader.launch import finding_reader, stop_early, stop_reader
 from hermes_state_tools.store.files import remove_stale_temps, require_replaceable, temp_beside
@@ -43,7 +44,13 @@ def _zone(_ctx: click.Context, _param: click.Parameter, value: str | None) -> An
         raise click.BadParameter(f"unknown time zone {value!r}") from exc
 
 
-def _human_import(doc: dict[str, Any]) -> str:
+# A new file in schema 6's layout (the default) is damaged by the first start of a Hermes of schema 23 or
+# later (docs/layouts.md, scripts/check_late_hermes_hazard.py): said where the file is made.
+_V6_FOR_LATER_HERMES = ("  in schema 6's layout: a Hermes of schema 23 or later damages its search index on first "
+                        "open; for one, make the file with --schema 17")
+
+
+def _human_import(doc: dict[str, Any], made_at_v6: bool = False) -> str:
     verb = "would import" if doc["dry_run"] else "imported"
     lines = [
         f"{verb} {plural(doc['messages_imported'], 'message')}: {plural(doc['sessions_created'], 'session')} "
@@ -55,6 +62,8 @@ def _human_import(doc: dict[str, Any]) -> str:
                      "(NULL columns filled, extra data added; nothing overwritten)")
     if doc.get("database_created"):
         lines.append(f"{'would create' if doc['dry_run'] else 'created'} a new database: {doc['database_created']}")
+        if made_at_v6:
+            lines.append(_V6_FOR_LATER_HERMES)
     lines += _dry_run_lines(doc)
     if doc.get("backup"):
         lines.append(f"the database was upgraded first; backup: {doc['backup']}")
@@ -144,18 +153,20 @@ def import_jsonl(paths: tuple[Path, ...], dry_run: bool, tz: Any, source: str | 
 
     _report_import(lambda bars: import_paths(settings().db, list(paths), tz=tz, source=source, dry_run=dry_run,
                                              progress=bars, reader=reader,
-                                             schema=int(schema) if schema else None))
+                                             schema=int(schema) if schema else None),
+                   made_at_v6=schema is None or int(schema) == SCHEMA_VERSION)
 
 
-def _report_import(run: Callable[[ImportBars | None], ImportStats]) -> None:
-    """Run an import (or merge) with its progress bars, print its report, exit 1 when records were lost."""
+def _report_import(run: Callable[[ImportBars | None], ImportStats], made_at_v6: bool = False) -> None:
+    """Run an import (or merge) with its progress bars, print its report, exit 1 when records were lost.
+    `made_at_v6`: a database this run makes is in schema 6's layout."""
     bars = ImportBars() if show_progress() else None
     try:
         stats = run(bars)
     finally:
         if bars:
             bars.close()
-    emit(stats.as_dict(), _human_import)
+    emit(stats.as_dict(), lambda doc: _human_import(doc, made_at_v6))
     if stats.failed:
         sys.exit(EXIT_PROBLEMS)
 
