@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -270,6 +271,17 @@ def test_list_has_a_footer_and_a_total(store: Path) -> None:
     assert out[-1] == "2 of 3 sessions"
     doc = json.loads(cli("--db", store, "sessions", "list", "--limit", "2", "--json").stdout)
     assert doc["total"] == 3 and len(doc["sessions"]) == 2
+
+
+def test_a_title_stored_as_a_blob_is_listed_as_shown(store: Path) -> None:
+    conn = sqlite3.connect(store)
+    with conn:
+        conn.execute("UPDATE sessions SET title = X'c4' WHERE id = '20260521_100000_0badcafe'")
+    conn.close()
+    result = cli("--db", store, "sessions", "list")
+    assert result.exit_code == 0, result.stderr
+    assert "b'\\xc4' · disk usage is high" in result.stdout
+    assert "title: b'\\xc4'" in cli("--db", store, "sessions", "show", "0badcafe").stdout
 
 
 @pytest.mark.parametrize("columns", [60, 80, 120])

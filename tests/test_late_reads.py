@@ -179,3 +179,26 @@ def test_export_carries_every_column_the_file_has(files, name, tmp_path):
         assert all(columns["messages"] - {"id", "session_id"} <= set(m) for m in line["messages"])
         # the system prompt a later Hermes keeps once in system_prompts, as its get_session reads it
         assert line["session"]["system_prompt"] == prompts[line["session"]["id"]]
+
+
+@pytest.mark.parametrize("change", [
+    "DELETE FROM system_prompts",  # no prompt kept once: each session's inline one
+    "ALTER TABLE system_prompts RENAME COLUMN prompt TO body",  # a fork's table of that name
+], ids=["without-rows", "other-columns"])
+def test_a_system_prompts_table_hermes_does_not_read_leaves_the_inline_prompt(tmp_path, change):
+    db = load("fresh-v31", tmp_path)
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("UPDATE sessions SET system_prompt = 'inline prompt of ' || id")
+        conn.execute(change)
+        inline = dict(conn.execute("SELECT id, system_prompt FROM sessions"))
+    finally:
+        conn.close()
+    before = file_digests(db)
+    out = tmp_path / "out.jsonl"
+    assert run(db, "export", "-o", str(out)).returncode == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {line["session"]["id"]: line["session"]["system_prompt"] for line in lines} == inline
+    for args in (["sessions", "list"], ["search", "hidden", "--all"], ["sessions", "stats"]):
+        answer(db, *args)
+    assert file_digests(db) == before

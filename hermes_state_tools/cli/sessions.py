@@ -46,7 +46,9 @@ def sessions() -> None:
 def _about(s: dict[str, Any]) -> str:
     """The title (most sessions have none) and the preview in one column: "title · preview"."""
     chain = s.get("chain_sessions", 1)
-    title = " ".join(filter(None, [s.get("title"), f"({chain} sessions)" if chain > 1 else None]))
+    # a title another tool stored as a BLOB reads as bytes: spelled as `sessions show` spells it
+    named = f"{s['title']}" if s.get("title") else None
+    title = " ".join(filter(None, [named, f"({chain} sessions)" if chain > 1 else None]))
     return " · ".join(filter(None, [title, s["preview"]])) or "-"
 
 

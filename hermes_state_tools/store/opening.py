@@ -264,7 +264,11 @@ _SHARED_PROMPT = ('COALESCE((SELECT p.prompt FROM main.system_prompts AS p WHERE
 
 
 def _prompts_shared(conn: sqlite3.Connection, session_columns: list[str]) -> bool:
-    return "system_prompt_hash" in session_columns and "system_prompts" in object_names(conn, "table")
+    """The file keeps prompts as Hermes 25+ does: `system_prompt_hash` naming a `system_prompts` table
+    with the `hash` and `prompt` columns _SHARED_PROMPT reads (a fork's table of that name may not)."""
+    if "system_prompt_hash" not in session_columns or "system_prompts" not in object_names(conn, "table"):
+        return False
+    return {"hash", "prompt"} <= {row[1] for row in conn.execute("PRAGMA main.table_info(system_prompts)")}
 
 
 def hidden_columns(conn: sqlite3.Connection, table: str) -> list[str]:
