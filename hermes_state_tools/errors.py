@@ -26,7 +26,8 @@ class SchemaTooNewError(HermesStateError):
     def __init__(self, path: object, version: int, supported: int, because: str | None = None) -> None:
         self.path, self.version, self.supported = path, version, supported
         why = because or f"schema version {version} is newer than the newest layout this tool knows ({supported})"
-        super().__init__(f"{path}: {why}; the file was not changed — upgrade hermes-state-tools")
+        super().__init__(f"{path}: {why}; the file was not changed (this tool writes the layouts it knows "
+                         "and only reads a later one)")
 
 
 class DatabaseLockedError(HermesStateError, sqlite3.OperationalError):

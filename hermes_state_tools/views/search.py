@@ -61,4 +61,4 @@ def _require_index(path: Path, conn: sqlite3.Connection) -> None:
                                       "run `hermes-state repair` to rebuild it")
     if f"table {FTS_TABLE}" in missing:
         raise SearchIndexMissingError(f"{path}: written by a newer Hermes (schema {version}), it keeps no search "
-                                      f"index named {FTS_TABLE}; a newer hermes-state-tools can search it")
+                                      f"index named {FTS_TABLE}, so this tool cannot search it")
