@@ -202,3 +202,60 @@ def test_a_system_prompts_table_hermes_does_not_read_leaves_the_inline_prompt(tm
     for args in (["sessions", "list"], ["search", "hidden", "--all"], ["sessions", "stats"]):
         answer(db, *args)
     assert file_digests(db) == before
+
+
+def _add_children(db: Path) -> dict[str, str]:
+    """Beside the two oldest top-level sessions: a /branch child (its marker), a branch child before the
+    marker (its parent ended 'branched'), one started before that parent ended (no branch), and a
+    reset child before its marker (on its parent's own session_key, the parent ended at a reset)."""
+    with sqlite3.connect(db) as conn:
+        (branched, started), (reset, reset_at) = conn.execute(
+            "SELECT id, started_at FROM sessions WHERE parent_session_id IS NULL ORDER BY started_at LIMIT 2"
+        ).fetchall()
+        conn.execute("UPDATE sessions SET ended_at = ?, end_reason = 'branched' WHERE id = ?", (started + 10, branched))
+        conn.execute("UPDATE sessions SET session_key = 'agent:main:telegram:dm:1', ended_at = ?, "
+                     "end_reason = 'session_reset' WHERE id = ?", (reset_at + 10, reset))
+        rows = {"marked": (branched, json.dumps({"_branched_from": branched}), started + 5, None),
+                "branched": (branched, None, started + 20, None),
+                "early": (branched, None, started + 1, None),
+                "reset": (reset, None, reset_at + 30, "agent:main:telegram:dm:1")}
+        for name, (parent, config, at, session_key) in rows.items():
+            conn.execute("INSERT INTO sessions (id, source, started_at, parent_session_id, model_config, session_key) "
+                         "VALUES (?, 'telegram', ?, ?, ?, ?)", (f"child_{name}", at, parent, config, session_key))
+    return {name: f"child_{name}" for name in rows}
+
+
+def listed(db: Path, *options: str) -> set[str]:
+    return {row["id"] for row in answer_any(db, "sessions", "list", "--limit", "100", *options)["sessions"]}
+
+
+def answer_any(db: Path, *args: str) -> dict[str, Any]:
+    done = run(db, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_a_later_hermes_lists_branch_and_reset_children_as_conversations_of_their_own(tmp_path):
+    db = load("fresh-v26", tmp_path)
+    children = _add_children(db)
+    shown = listed(db)
+    assert {children["marked"], children["branched"], children["reset"]} <= shown
+    assert children["early"] not in shown
+    assert answer_any(db, "sessions", "list", "--limit", "100")["total"] >= len(shown)
+    assert shown <= listed(db, "--all")
+
+
+@pytest.mark.parametrize("dump, lists_branches", [("chain-v17.sql", True), ("chain-v6.sql", False)])
+def test_a_known_layout_lists_a_branch_child_from_7_and_a_reset_child_never(tmp_path, dump, lists_branches):
+    db = tmp_path / "known.db"
+    load_sql((ROOT / "fixtures" / "hermes" / dump).read_text(encoding="utf-8"), db)
+    with sqlite3.connect(db) as conn:
+        if dump == "chain-v6.sql":  # v6 has no session_key column: added, so the same rows go in
+            conn.execute("ALTER TABLE sessions ADD COLUMN session_key TEXT")
+    children = _add_children(db)
+    shown = listed(db)
+    assert (children["marked"] in shown) is lists_branches and (children["branched"] in shown) is lists_branches
+    assert children["early"] not in shown and children["reset"] not in shown
+    report = answer_any(db, "sessions", "list", "--limit", "100")
+    assert report["total"] == len(shown)

@@ -212,10 +212,38 @@ DELEGATES_SINCE = 16
 
 
 def delegated_from(alias: str = "") -> str:
-    """The SQL of a session's `_delegate_from` marker (`alias.` columns); model_config text that is not
-    JSON marks nothing (json_extract would fail on it for every row read)."""
+    """The SQL of a session's `_delegate_from` marker (`alias.` columns)."""
+    return _marker(alias, "_delegate_from")
+
+
+def _marker(alias: str, key: str) -> str:
+    """The SQL of a session's `model_config` marker `key`; model_config text that is not JSON marks
+    nothing (json_extract would fail on it for every row read)."""
     config = f"{alias}.model_config" if alias else "model_config"
-    return f"json_extract(CASE WHEN json_valid({config}) THEN {config} ELSE '{{}}' END, '$._delegate_from')"
+    return f"json_extract(CASE WHEN json_valid({config}) THEN {config} ELSE '{{}}' END, '$.{key}')"
+
+
+# From this schema on, Hermes lists a /branch session as a conversation of its own, though it has a
+# parent: marked `model_config._branched_from`, or (before the marker) started once its parent ended
+# with end_reason 'branched'.
+BRANCHES_LISTED_SINCE = 7
+# A later Hermes (after 17) also lists a session a reset started: marked `_reset_from`, or (before the
+# marker) on its parent's own non-empty session_key after the parent ended at a reset.
+_RESET_END_REASONS = ("session_reset", "session_switch", "idle", "daily", "suspended", "resume_pending_expired")
+
+
+def _branch_child(alias: str) -> str:
+    return (f"({_marker(alias, '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM sessions p "
+            f"WHERE p.id = {alias}.parent_session_id AND p.end_reason = 'branched' "
+            f"AND {alias}.started_at >= p.ended_at))")
+
+
+def _reset_child(alias: str) -> str:
+    reasons = ", ".join(f"'{reason}'" for reason in _RESET_END_REASONS)
+    return (f"({_marker(alias, '_reset_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM sessions p "
+            f"WHERE p.id = {alias}.parent_session_id AND p.end_reason IN ({reasons}) "
+            f"AND {alias}.session_key IS NOT NULL AND {alias}.session_key != '' "
+            f"AND {alias}.session_key = p.session_key))")
 
 
 def delegate_child(alias: str = "") -> str:
@@ -290,6 +318,16 @@ class FileLayout:
         if self.version is not None and self.version >= DELEGATES_SINCE:
             conditions.append(f"{delegated_from(alias)} IS NULL")
         return " AND ".join(conditions)
+
+    def listed_children(self, alias: str = "s") -> str:
+        """The SQL condition on a session with a parent that this layout's Hermes lists as a
+        conversation of its own ("" where it lists none): a /branch session, and on a layout after
+        the ones this tool knows, a session a reset started (the gateway keeps its parent link)."""
+        if self.version is None or self.version < BRANCHES_LISTED_SINCE:
+            return ""
+        if self.known or not self.has("sessions", "session_key"):
+            return _branch_child(alias)
+        return f"({_branch_child(alias)} OR {_reset_child(alias)})"
 
     def new_row_values(self, table: str) -> dict[str, int]:
         """The values a new row of `table` is given explicitly in this file (NEW_ROW_VALUES it has)."""

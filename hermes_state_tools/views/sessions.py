@@ -131,19 +131,20 @@ def _with_chain(conn: sqlite3.Connection, item: dict[str, Any]) -> dict[str, Any
 
 def list_page(path: Path, source: str | None = None, limit: int = 20, show_all: bool = False) -> SessionListReport:
     """One page of the session list (top-level conversations newest first, with preview), and how many
-    top-level conversations there are in all; sessions the file's Hermes keeps out of its lists
-    (archived and hidden ones, a subagent's) are left out unless `show_all`, which also lists the
-    subagents' sessions that have a parent."""
+    top-level conversations there are in all, with the children its Hermes lists as conversations of
+    their own (a /branch session; after 17, a reset's); sessions the file's Hermes keeps out of its
+    lists (archived and hidden ones, a subagent's) are left out unless `show_all`, which also lists
+    the subagents' sessions that have a parent."""
     with reading(path, allow_newer=True) as conn:
         require_sources(conn, [source] if source else None)
         file = read_layout(conn)
         listed = "" if show_all else file.listed_sessions()
-        children = delegate_child("s") if show_all else ""
+        children = " OR ".join(filter(None, (file.listed_children("s"), delegate_child("s") if show_all else "")))
         items = session_list.list_rich(conn, source=source, limit=limit, listed=listed, also_children=children)
-        where, params = ("AND source = ?", [source]) if source else ("", [])
-        where += f" AND {file.listed_sessions('sessions')}" if listed else ""
-        top = f"(parent_session_id IS NULL OR {delegate_child()})" if show_all else "parent_session_id IS NULL"
-        total = conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {top} {where}", params).fetchone()[0]
+        where, params = ("AND s.source = ?", [source]) if source else ("", [])
+        where += f" AND {listed}" if listed else ""
+        top = f"(s.parent_session_id IS NULL OR {children})" if children else "s.parent_session_id IS NULL"
+        total = conn.execute(f"SELECT COUNT(*) FROM sessions s WHERE {top} {where}", params).fetchone()[0]
         return SessionListReport(sessions=tuple(_with_chain(conn, item) for item in items), total=total)
 
 
