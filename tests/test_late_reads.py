@@ -246,13 +246,14 @@ def test_a_later_hermes_lists_branch_and_reset_children_as_conversations_of_thei
     assert shown <= listed(db, "--all")
 
 
-@pytest.mark.parametrize("dump, lists_branches", [("chain-v17.sql", True), ("chain-v6.sql", False)])
-def test_a_known_layout_lists_a_branch_child_from_7_and_a_reset_child_never(tmp_path, dump, lists_branches):
+@pytest.mark.parametrize("dump, lists_branches", [("chain-v17.sql", True), ("chain-v10.sql", True),
+                                                   ("chain-v9.sql", False), ("chain-v6.sql", False)])
+def test_a_known_layout_lists_a_branch_child_from_10_and_a_reset_child_never(tmp_path, dump, lists_branches):
     db = tmp_path / "known.db"
     load_sql((ROOT / "fixtures" / "hermes" / dump).read_text(encoding="utf-8"), db)
     with sqlite3.connect(db) as conn:
-        if dump == "chain-v6.sql":  # v6 has no session_key column: added, so the same rows go in
-            conn.execute("ALTER TABLE sessions ADD COLUMN session_key TEXT")
+        if not conn.execute("SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'session_key'").fetchone():
+            conn.execute("ALTER TABLE sessions ADD COLUMN session_key TEXT")  # (from v17): the same rows go in
     children = _add_children(db)
     shown = listed(db)
     assert (children["marked"] in shown) is lists_branches and (children["branched"] in shown) is lists_branches

@@ -223,10 +223,10 @@ def _marker(alias: str, key: str) -> str:
     return f"json_extract(CASE WHEN json_valid({config}) THEN {config} ELSE '{{}}' END, '$.{key}')"
 
 
-# From this schema on, Hermes lists a /branch session as a conversation of its own, though it has a
-# parent: marked `model_config._branched_from`, or (before the marker) started once its parent ended
-# with end_reason 'branched'.
-BRANCHES_LISTED_SINCE = 7
+# From this schema on, Hermes' picker lists a /branch session as a conversation of its own, though it
+# has a parent: marked `model_config._branched_from`, or (before the marker) started once its parent
+# ended with end_reason 'branched' (a Hermes of 9 did so only from late April; fixtures/hermes).
+BRANCHES_LISTED_SINCE = 10
 # A later Hermes (after 17) also lists a session a reset started: marked `_reset_from`, or (before the
 # marker) on its parent's own non-empty session_key after the parent ended at a reset.
 _RESET_END_REASONS = ("session_reset", "session_switch", "idle", "daily", "suspended", "resume_pending_expired")
