@@ -49,11 +49,12 @@ def _own_indexes(conn: sqlite3.Connection) -> list[tuple[str, str]]:
 def create(dest: sqlite3.Connection, source: sqlite3.Connection, target: Layout) -> None:
     """`target`'s schema in the empty file on `dest`, with the source's own sessions and messages tables
     and the indexes it has on them beside the layout's (one a Hermes added without a version bump)."""
+    dest.execute("BEGIN")  # one transaction: one sync, not one per statement
     if target.version == SCHEMA_VERSION:
         create_schema(dest)
+        dest.execute("COMMIT")
         return
     own = {table: _declared(source, table) for table in _CANONICAL}
-    dest.execute("BEGIN")
     for statement in target.statements:
         table = next((t for t in _CANONICAL if statement == target.tables.get(t)), None)
         dest.execute(own[table] or statement if table is not None else statement)
