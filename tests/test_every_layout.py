@@ -191,6 +191,30 @@ def test_a_count_kept_from_a_later_layout_is_recounted_where_every_row_shows(tmp
                         "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)")[0]["n"] > 0
 
 
+@pytest.mark.parametrize("name, kind", [(n, kind) for n in names("populated")
+                                        for kind in ("compacted_messages", "rewound_messages")
+                                        if manifest()[n]["scenario"].get(kind)])
+def test_an_import_into_a_stored_session_adds_to_its_counters_as_that_hermes_appends(name: str, kind: str,
+                                                                                      tmp_path: Path) -> None:
+    """A compacted session counts its live rows, a rewound one every row; a message imported into either
+    adds one, as `append_message` does, and leaves the count of tool calls the hidden rows hold alone."""
+    db = load(name, tmp_path / "state.db")
+    first = min(manifest()[name]["scenario"][kind])
+    [row] = query(db, "SELECT s.id, s.message_count, s.tool_call_count FROM sessions s "
+                      "JOIN messages m ON m.session_id = s.id WHERE m.id = ?", (first,))
+    [line] = export_bytes(db, "--session", row["id"]).splitlines()
+    exported = json.loads(line)
+    last = exported["messages"][-1]
+    exported["messages"].append({**{k: v for k, v in last.items() if k != "id"}, "role": "user",
+                                 "content": "one more question", "tool_calls": None, "tool_name": None,
+                                 "tool_call_id": None, "timestamp": last["timestamp"] + 60})
+    (tmp_path / "more.jsonl").write_text(json.dumps(exported) + "\n", encoding="utf-8")
+    run(db, "import-jsonl", tmp_path / "more.jsonl")
+    assert query(db, "SELECT message_count, tool_call_count FROM sessions WHERE id = ?", (row["id"],)) == [
+        {"message_count": row["message_count"] + 1, "tool_call_count": row["tool_call_count"]}]
+    assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE content = 'one more question'") == [{"n": 1}]
+
+
 def test_hermes_columns_that_are_no_object_carry_nothing(tmp_path: Path) -> None:
     line = {"format": "hermes-state-export/1", "session": {"id": "x1", "source": "cli", "started_at": 1.0e9},
             "extra": {"hermes_columns": "not an object"},

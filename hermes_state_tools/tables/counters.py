@@ -26,6 +26,19 @@ def recount(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
     )
 
 
+def add_new_rows(conn: sqlite3.Connection, session_ids: Iterable[str], first_id: int) -> None:
+    """Add to the counters of these sessions what their messages from `first_id` on add, as
+    `append_message` adds one row at a time: a layout that hides rewound rows keeps its own count
+    (the live rows after an in-place compaction), which a recount over every row would overwrite."""
+    new_rows = "FROM messages m WHERE m.session_id = sessions.id AND m.id >= ?"
+    conn.executemany(
+        f"UPDATE sessions SET message_count = COALESCE(message_count, 0) + (SELECT COUNT(*) {new_rows}), "
+        f"tool_call_count = COALESCE(tool_call_count, 0) + (SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) "
+        f"{new_rows}) WHERE id = ?",
+        ((first_id, first_id, sid) for sid in session_ids),
+    )
+
+
 def mismatches(conn: sqlite3.Connection) -> list[tuple[str, int, int, int, int]]:
     """(id, stored messages, real messages, stored tool calls, real tool calls) where they differ."""
     rows = conn.execute(

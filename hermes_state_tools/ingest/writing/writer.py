@@ -206,7 +206,8 @@ class _BatchWriter:
         self.first_id = self.next_id = _next_message_id(conn)
         self.written: list[Written] = []
         self.stale: list[Shell] = []
-        self.recount: list[str] = []
+        self.recount: list[str] = []  # created sessions counted from their rows
+        self.changed: list[str] = []  # stored sessions written
         self.extended: list[str] = []  # stored sessions that gained messages
         self.staged = _StagedRun(conn)
         self.creates: dict[str, Prepared] = {}  # plain creates not written yet, in batch order
@@ -245,7 +246,9 @@ class _BatchWriter:
             self.staged.add(item.session_id, item.rows)
         # Created sessions carry counters from their plan, unless it held tool calls as text (only
         # SQLite's own JSON functions count those exactly as the recount does).
-        if not item.create or item.tool_calls is None:
+        if not item.create:
+            self.changed.append(item.session_id)
+        elif item.tool_calls is None:
             self.recount.append(item.session_id)
         if not item.create and item.message_count:
             self.extended.append(item.session_id)
@@ -374,9 +377,19 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
         conn.execute(sql)
     written = [w.session_id for w in result.written if w.created and w.stored]  # not one another writer made
     kept = later_columns.settle(conn, layout, writer.first_id, written)
-    counters.recount(conn, writer.recount)
+    _count(conn, layout, writer)
     _end_imported_at_their_last_message(conn, writer.extended)
     return _with_notices(result, kept)
+
+
+def _count(conn: sqlite3.Connection, layout: FileLayout, writer: _BatchWriter) -> None:
+    """The counters of the sessions the batch wrote: a created one counted from its rows; a stored one
+    in a layout that hides rewound rows adds what the batch appended, as that Hermes does."""
+    if not layout.hides_rewound:
+        counters.recount(conn, writer.recount + writer.changed)
+        return
+    counters.recount(conn, writer.recount)
+    counters.add_new_rows(conn, writer.extended, writer.first_id)
 
 
 def _with_notices(result: BatchResult, notices: dict[str, Problem]) -> BatchResult:
