@@ -317,7 +317,8 @@ def prune(older_than: float, source: str | None, dry_run: bool, yes: bool, archi
     """Delete old ended sessions with their messages.
 
     Sessions that started more than DAYS days ago and have ended go, with their messages; their
-    children are kept (orphaned). Open sessions are never deleted. Deletes in short transactions
+    children are kept (orphaned), except, from schema 16, a subagent's sessions marked as theirs,
+    which go with them as Hermes deletes them. Open sessions are never deleted. Deletes in short transactions
     of whole sessions (about 0.2 s of write lock each), so a running Hermes' appends go on between
     them and a killed prune leaves each session whole or gone.
 

@@ -56,8 +56,9 @@ def _prune_report(plan: PrunePlan, ids: Sequence[str], messages: int, dry_run: b
 def prune_file(path: Path, older_than_days: float, source: str | None = None, *, dry_run: bool = False,
                confirm: Callable[[PrunePlan], None] | None = None, archived: str | None = None,
                host: str | None = None) -> PruneReport:
-    """Delete ended sessions older than the cutoff with their messages (children orphaned), in short
-    transactions that each delete whole sessions.
+    """Delete ended sessions older than the cutoff with their messages (children orphaned, a subagent's
+    marked sessions deleted with them from schema 16), in short transactions that each delete whole
+    sessions.
 
     `confirm` sees the plan before anything is deleted (None: no one is asked, as with --yes).
     `archived`: an archive URL; only sessions it holds identically under `host` are deleted, the
