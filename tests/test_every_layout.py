@@ -215,6 +215,25 @@ def test_an_import_into_a_stored_session_adds_to_its_counters_as_that_hermes_app
     assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE content = 'one more question'") == [{"n": 1}]
 
 
+@pytest.mark.parametrize("name", ["v6", "v11", "v16-compacted", "v17-tip"])
+def test_its_own_export_and_a_copy_of_it_bring_nothing_and_leave_the_file_as_it_was(name: str,
+                                                                                    tmp_path: Path) -> None:
+    """Re-importing what the file holds writes nothing: no row, no extra data, and not its schema
+    either (a re-run beside Hermes leaves its triggers and its schema cookie alone)."""
+    db = load(name, tmp_path / "state.db")
+    copy = load(name, tmp_path / "copy.db")
+    (tmp_path / "own.jsonl").write_bytes(export_bytes(db))
+
+    def state() -> tuple[list[str], int]:
+        with sqlite3.connect(db) as conn:
+            return list(conn.iterdump()), conn.execute("PRAGMA schema_version").fetchone()[0]
+
+    before = state()
+    run(db, "import-jsonl", tmp_path / "own.jsonl")
+    run(db, "merge", copy)
+    assert state() == before
+
+
 def test_hermes_columns_that_are_no_object_carry_nothing(tmp_path: Path) -> None:
     line = {"format": "hermes-state-export/1", "session": {"id": "x1", "source": "cli", "started_at": 1.0e9},
             "extra": {"hermes_columns": "not an object"},

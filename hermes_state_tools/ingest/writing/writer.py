@@ -363,7 +363,9 @@ def write_batch(conn: sqlite3.Connection, batch: tuple[Prepared, ...],
         # Extra data left by sessions deleted since (Hermes knows no hst_ tables) is stale.
         extras.delete_for_sessions(conn, ",".join("?" * len(created)), created)
     layout = read_layout(conn)
-    deferred = _deferred_indexing(conn, layout)
+    # A batch that only confirms what is stored (a re-run) leaves the triggers, and so the schema, alone.
+    writes = block is not None or any(item.changes or item.session_extra for item in batch)
+    deferred = _deferred_indexing(conn, layout) if writes else []
     for _index, name, _ in deferred:
         conn.execute(f"DROP TRIGGER {name}")
     writer = _BatchWriter(conn)
