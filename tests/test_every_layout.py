@@ -234,6 +234,30 @@ def test_its_own_export_and_a_copy_of_it_bring_nothing_and_leave_the_file_as_it_
     assert state() == before
 
 
+@pytest.mark.parametrize("into, said", [("v11-empty", True), ("v6-empty", True), ("v16-compacted-empty", False)])
+def test_a_merge_says_which_hidden_rows_a_layout_without_the_column_shows(into: str, said: bool,
+                                                                         tmp_path: Path) -> None:
+    """Rewound and compacted-away messages and an archived session are live in a layout that has no
+    column to hide them: the merge says so, session by session, with how many; a layout that hides
+    them says nothing."""
+    other = load("v16-compacted", tmp_path / "other.db")
+    db = load(into, tmp_path / "state.db")
+    result = cli("--db", db, "merge", other, "--json", "--no-progress")
+    assert result.exit_code == 0, result.stderr
+    shown = {p["file"].split()[1]: p["detail"] for p in json.loads(result.stdout)["problems"]
+             if p["kind"] == "shown_here"}
+    scenario = manifest()["v16-compacted"]["scenario"]
+    if not said:
+        assert shown == {}
+        return
+    assert set(shown) == {query(other, "SELECT session_id FROM messages WHERE id = ?", (ids[0],))[0]["session_id"]
+                          for ids in (scenario["rewound_messages"], scenario["compacted_messages"])
+                          } | set(scenario["archived"])
+    assert any(f"{len(scenario['rewound_messages'])} message(s) rewound" in d for d in shown.values())
+    assert any(f"{len(scenario['compacted_messages'])} message(s) compacted away" in d for d in shown.values())
+    assert shown[scenario["archived"][0]].startswith("the session, archived there, is listed here")
+
+
 def test_hermes_columns_that_are_no_object_carry_nothing(tmp_path: Path) -> None:
     line = {"format": "hermes-state-export/1", "session": {"id": "x1", "source": "cli", "started_at": 1.0e9},
             "extra": {"hermes_columns": "not an object"},

@@ -69,6 +69,9 @@ _KINDS = (
     ProblemKind("title_renamed", False, "a title already taken got a ' #N' suffix"),
     ProblemKind("kept_in_extra", False,
                 "values of a later Hermes' columns this database has not, kept in the extra data"),
+    ProblemKind("shown_here", False,
+                "messages a later Hermes hid (rewound, compacted away) or a session it archived are shown by this "
+                "database's Hermes, whose layout has no column to hide them"),
     ProblemKind("retimed", False, "timestamps were moved to keep a session's messages in order"),
     ProblemKind("missing_parent", False, "a parent session named by a file does not exist; the link was dropped"),
     ProblemKind("parent_cycle", False, "parent links formed a cycle; one link was dropped"),

@@ -33,16 +33,19 @@ def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
 
 
 def settle(conn: sqlite3.Connection, layout: FileLayout, first_id: int,
-           created: Sequence[str]) -> dict[str, Problem]:
-    """Settle the rows a batch wrote (messages from id `first_id` on, the sessions it `created`); returns a
-    notice per session whose values of columns this file lacks stay in the extra data."""
-    kept: dict[str, Problem] = {}
+           created: Sequence[str]) -> dict[str, tuple[Problem, ...]]:
+    """Settle the rows a batch wrote (messages from id `first_id` on, the sessions it `created`); returns the
+    notices of each session whose values of columns this file lacks stay in the extra data, and of each
+    that this layout shows where the source's Hermes hid it."""
+    kept: dict[str, tuple[Problem, ...]] = {}
     if extras.present(conn):
         _promote(conn, layout, "messages", extras.MESSAGE_TABLE, "message_id", "message_id >= ?", [first_id])
         for ids in _chunks(created):
             marks = ",".join("?" * len(ids))
             _promote(conn, layout, "sessions", extras.SESSION_TABLE, "session_id", f"session_id IN ({marks})", ids)
-        kept = _still_carried(conn, first_id, created)
+        kept = {sid: (problem,) for sid, problem in _still_carried(conn, first_id, created).items()}
+        for sid, problem in _shown_here(conn, first_id, created).items():
+            kept[sid] = (*kept.get(sid, ()), problem)
     _fill_new_rows(conn, layout, first_id, created)
     if not layout.hides_rewound:
         _recount_where_every_row_shows(conn, created)
@@ -94,6 +97,37 @@ def _still_carried(conn: sqlite3.Connection, first_id: int, created: Sequence[st
                             f"{count} row(s) hold values of columns this database has not "
                             f"({', '.join(sorted(names))}): kept in the extra data, where export finds them")
         for session_id, (count, names) in found.items()
+    }
+
+
+def _carried(column: str, data: str = "x.data") -> str:
+    return f"json_extract({data}, '$.{HERMES_COLUMNS_KEY}.\"{column}\"')"
+
+
+def _shown_here(conn: sqlite3.Connection, first_id: int, created: Sequence[str]) -> dict[str, Problem]:
+    """A notice for each session the source's Hermes hid in part or whole (rewound or compacted-away
+    messages, an archived or hidden session) where this layout has no column to hide it: here it is live."""
+    said: dict[str, list[str]] = {}
+    for session_id, rewound, compacted in conn.execute(
+            f"SELECT x.session_id, SUM(COALESCE({_carried('compacted')}, 0) != 1), "
+            f"SUM(COALESCE({_carried('compacted')}, 0) = 1) FROM {extras.MESSAGE_TABLE} x "
+            f"WHERE x.message_id >= ? AND {_carrying('x.data')} AND {_carried('active')} = 0 "
+            "GROUP BY x.session_id", (first_id,)):
+        parts = [f"{n} message(s) {what}" for n, what in ((rewound, "rewound"), (compacted, "compacted away")) if n]
+        said[session_id] = [" and ".join(parts) + " there are live here: this database's Hermes shows them and "
+                            "replays them on resume"]
+    for ids in _chunks(created):
+        for session_id, archived in conn.execute(
+                f"SELECT x.session_id, {_carried('archived')} FROM {extras.SESSION_TABLE} x "
+                f"WHERE x.session_id IN ({','.join('?' * len(ids))}) AND {_carrying('x.data')} "
+                f"AND (COALESCE({_carried('archived')}, 0) = 1 OR COALESCE({_carried('hidden')}, 0) = 1)", ids):
+            what = "archived" if archived == 1 else "hidden"
+            said.setdefault(session_id, []).append(f"the session, {what} there, is listed here")
+    return {
+        session_id: Problem(f"session {session_id}", None, "shown_here",
+                            f"{'; '.join(parts)} (this layout has no column to hide them; "
+                            "their state is in the extra data, and export carries it)")
+        for session_id, parts in said.items()
     }
 
 

@@ -394,11 +394,11 @@ def _count(conn: sqlite3.Connection, layout: FileLayout, writer: _BatchWriter) -
     counters.add_new_rows(conn, writer.extended, writer.first_id)
 
 
-def _with_notices(result: BatchResult, notices: dict[str, Problem]) -> BatchResult:
-    """The batch's result with each session's notice (values kept in the extra data) added to it."""
+def _with_notices(result: BatchResult, notices: dict[str, tuple[Problem, ...]]) -> BatchResult:
+    """The batch's result with each session's notices (values kept in the extra data) added to it."""
     if not notices:
         return result
-    written = tuple(replace(w, problems=(*w.problems, notices[w.session_id])) if w.session_id in notices else w
+    written = tuple(replace(w, problems=(*w.problems, *notices[w.session_id])) if w.session_id in notices else w
                     for w in result.written)
     return BatchResult(written, result.stale)
 
