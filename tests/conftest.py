@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import built_files
 import pytest
 from hypothesis import settings
 
@@ -14,6 +15,12 @@ from hermes_state_tools import SessionDB
 # suite's own workers on the other cores, exceed it with nothing wrong.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _built_files_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where built_files builds a file once for this process's tests to copy."""
+    built_files.use_folder(tmp_path_factory.mktemp("built"))
 
 
 @pytest.fixture(autouse=True)
