@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import built_files
 import pytest
 from hypothesis import settings
 
 from hermes_state_tools import SessionDB
 
 # No wall-clock bound on an example (Hypothesis' default deadline is 200 ms): a busy machine, or the
-# suite's own workers on the other cores, exceed it with nothing wrong.
-settings.register_profile("suite", deadline=None)
-settings.load_profile("suite")
+# suite's own workers on the other cores, exceed it with nothing wrong. The default suite runs half
+# Hypothesis' default examples (50); HYPOTHESIS_PROFILE=soak runs ten times as many (500) for a long hunt.
+# A test that sets its own count passes it through helpers.examples, which scales it alike.
+settings.register_profile("suite", deadline=None, max_examples=50)
+settings.register_profile("soak", deadline=None, max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _built_files_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where built_files builds a file once for this process's tests to copy."""
+    built_files.use_folder(tmp_path_factory.mktemp("built"))
 
 
 @pytest.fixture(autouse=True)

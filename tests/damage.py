@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from built_files import copy_built
 from click.testing import Result
 from helpers import file_digests, invoke, set_times
 
@@ -28,7 +29,12 @@ SESSIONS: dict[str, tuple[str, str | None, float, bool, str | None, tuple[str, .
 
 
 def build_healthy(path: Path) -> Path:
-    """Four sessions (a three-deep lineage among them), titles, messages with tool calls; closed cleanly."""
+    """Four sessions (a three-deep lineage among them), titles, messages with tool calls; closed cleanly
+    (built once per process, copied: built_files)."""
+    return copy_built("healthy", _build_healthy, path)
+
+
+def _build_healthy(path: Path) -> Path:
     with SessionDB(path) as db:
         for session_id, (source, parent, offset, ended, title, contents) in SESSIONS.items():
             db.create_session(session_id, source, model="model-" + source, parent_session_id=parent)
@@ -151,10 +157,8 @@ PLANTS: dict[str, tuple[Callable[[Path], None], set[tuple[str, tuple[str, ...]]]
 
 
 def planted(tmp_path: Path, name: str) -> Path:
-    """A healthy database with the named damage planted in it."""
-    path = build_healthy(tmp_path / "state.db")
-    PLANTS[name][0](path)
-    return path
+    """A healthy database with the named damage planted in it (built once per process, copied)."""
+    return copy_built(("planted", name), lambda path: PLANTS[name][0](_build_healthy(path)), tmp_path / "state.db")
 
 
 def found(findings: list[Any]) -> set[tuple[str, tuple[str, ...]]]:

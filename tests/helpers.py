@@ -12,10 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from hypothesis import settings
 
 from hermes_state_tools import SessionDB
 from hermes_state_tools.cli import main
 from hermes_state_tools.ingest.reader import launch
+
+
+def examples(count: int) -> int:
+    """A test's own Hypothesis example count, scaled as the profile in use scales Hypothesis' default of
+    100 (tests/conftest.py: half in the default suite, ten times that with HYPOTHESIS_PROFILE=soak)."""
+    return max(1, count * settings.default.max_examples // 100)
 
 
 def set_times(db: SessionDB, session_id: str, *, started_at: float | None = None,

@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from built_files import copy_built
+
 from hermes_state_tools.store.sqldump import load_sql
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "hermes"
@@ -30,7 +32,8 @@ def names(kind: str | None = None) -> list[str]:
 
 
 def load(name: str, dest: Path) -> Path:
-    """Load dump `name` into a new database file: `dest` itself, or `dest/<name>.db` when it is a folder."""
+    """Load dump `name` into a new database file: `dest` itself, or `dest/<name>.db` when it is a folder
+    (loaded once per process, copied: built_files)."""
     path = dest / f"{name}.db" if dest.is_dir() else dest
-    load_sql((FIXTURE_DIR / f"{name}.sql").read_text("utf-8"), path)
-    return path
+    return copy_built(("hermes", name), lambda built: load_sql((FIXTURE_DIR / f"{name}.sql").read_text("utf-8"), built),
+                      path)

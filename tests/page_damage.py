@@ -9,6 +9,8 @@ import random
 import sqlite3
 from pathlib import Path
 
+from built_files import copy_built
+
 from hermes_state_tools import SessionDB
 
 # Each b-tree kind a Hermes file has, and whether its rows are canonical or derived.
@@ -40,7 +42,12 @@ def listing(folder: Path) -> list[str]:
 
 def build_db(path: Path, sessions: int = 120, per_session: int = 20, size: int = 300, seed: int = 1) -> Path:
     """A v6 file made by SessionDB (schema), rows bulk-inserted (the FTS triggers index them);
-    checkpointed and closed: no -wal/-shm remain."""
+    checkpointed and closed: no -wal/-shm remain (built once per process and arguments, copied: built_files)."""
+    return copy_built(("page_damage", sessions, per_session, size, seed),
+                      lambda built: _build_db(built, sessions, per_session, size, seed), path)
+
+
+def _build_db(path: Path, sessions: int, per_session: int, size: int, seed: int) -> Path:
     rnd = random.Random(seed)
 
     def text(n: int) -> str:

@@ -10,6 +10,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from import_helpers import import_json, query
@@ -80,7 +81,7 @@ text = st.text(st.characters(blacklist_categories=["Cc"]) | st.sampled_from(["\u
                max_size=30)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), text), min_size=1, max_size=5))
 def test_a_rerun_adds_nothing_whatever_the_text(messages):
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,7 +105,7 @@ words = st.sampled_from(["ok", "yes", "hi", "deploy it", "done.",
                          "<REASONING_SCRATCHPAD>x</REASONING_SCRATCHPAD>\n\nok"])
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(st.lists(st.tuples(words, words, st.integers(1, 3)), min_size=1, max_size=6), st.booleans(), st.booleans())
 def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat, replies_doubled):
     """The JSONL holds each exchange once; the snapshot (cleaned text) repeats some 2-3 times, as the
@@ -135,7 +136,7 @@ def test_every_copy_hermes_wrote_comes_in_once(exchanges, whole_history_repeat, 
         assert (again["messages_imported"], again["sessions_updated"]) == (0, 0)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(words, words, st.integers(111, 3600), st.integers(0, 50)), min_size=2, max_size=7),
        st.data())
 def test_a_database_holding_the_latest_turns_and_a_backup_holding_the_first_make_the_whole_session(turns, data):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from damage import cli, cli_json, raw
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from page_damage import (
@@ -387,7 +388,7 @@ def test_upgrading_a_damaged_old_file_is_refused_before_any_backup(tmp_path):
     assert sha256(path) == before and listing(tmp_path) == files  # no .bak of a damaged file
 
 
-EXAMPLES = int(os.environ.get("HST_DAMAGE_EXAMPLES", "12"))  # more for a long hunt
+EXAMPLES = int(os.environ.get("HST_DAMAGE_EXAMPLES", "0")) or examples(12)  # more for a long hunt
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

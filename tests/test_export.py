@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from import_helpers import (
@@ -281,7 +282,7 @@ def as_stored(row: dict[str, Any], extra: dict[str, Any]) -> tuple[Any, ...]:
             row["finish_reason"], row["reasoning"], decoded[1], decoded[2], extra)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(transcript_message(), min_size=1, max_size=8),
        meta=st.none() | st.fixed_dictionaries({"model": TEXT, "platform": st.sampled_from(["telegram", "local"])}))
 @example(records=[{"role": "user", "content": "\x00json:"}], meta=None)  # the list marker, typed as text

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -157,7 +158,7 @@ _VALUES = st.recursive(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -4,6 +4,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -270,7 +271,7 @@ def transcripts(draw) -> list[dict]:
     return messages
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(transcripts())
 def test_random_transcripts_read_back_exactly(tmp_path_factory, messages):
     path = write(tmp_path_factory.mktemp("t"), messages)
@@ -285,7 +286,7 @@ _JSON = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.binary(max_size=40) | _JSON.map(lambda v: json.dumps(v).encode()), max_size=10))
 def test_garbage_never_raises(tmp_path_factory, lines):
     path = tmp_path_factory.mktemp("g") / "g.jsonl"

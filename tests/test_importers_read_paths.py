@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,7 +117,7 @@ _CONTENT = (
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.sampled_from(_NAMES), _CONTENT)
 def test_no_input_makes_a_reader_fail(tmp_path_factory, name, data):
     path = tmp_path_factory.mktemp("f") / name.replace("logs_", "")
@@ -126,7 +127,7 @@ def test_no_input_makes_a_reader_fail(tmp_path_factory, name, data):
     assert not [r for r in records if isinstance(r, Problem) and r.kind == "reader_error"]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(_JSON, max_size=8))
 def test_random_sharegpt_conversations_never_fail(tmp_path_factory, entries):
     conversations = [e if not isinstance(e, dict) else {"from": "gpt", **e} for e in entries]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,7 +91,7 @@ def test_read_document(tmp_path, data, state, kinds):
     assert [p.kind for p in document.problems] == kinds
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.lists(st.binary(max_size=80), max_size=12))
 def test_garbage_lines_never_raise(tmp_path_factory, chunks):
     path = tmp_path_factory.mktemp("g") / "g.jsonl"

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 import orjson
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,13 +26,13 @@ def test_the_fast_encoder_is_in_use() -> None:
     assert jsonutil.dumps_parsed is not jsonutil.dumps
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(JSON_VALUES)
 def test_a_parsed_value_is_spelled_as_json_dumps_spells_it(value: Any) -> None:
     assert jsonutil.dumps_parsed(value) == json.dumps(value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(JSON_VALUES.filter(lambda v: not isinstance(v, float)))
 def test_a_value_orjson_read_back_is_spelled_alike(value: Any) -> None:
     try:
@@ -61,7 +62,7 @@ def test_a_report_spells_undecodable_bytes_and_lone_surrogates_printably() -> No
     assert printable("plain") == "plain" and printable(3) == 3
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: abs(f) >= 2.0**63),
        st.sampled_from(["tool_calls", "content"]))
 def test_a_wide_float_is_always_spelled_with_an_exponent(big: float, where: str) -> None:

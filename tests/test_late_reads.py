@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from built_files import copy_built
 from helpers import file_digests, hermes_state
 
 from hermes_state_tools.store.sqldump import load_sql
@@ -22,9 +23,9 @@ FRESH = [name for name in NAMES if name.startswith("fresh")]
 
 
 def load(name: str, folder: Path) -> Path:
-    path = folder / f"{name}.db"
-    load_sql((FIXTURES / f"{name}.sql").read_text(encoding="utf-8"), path)
-    return path
+    """Dump `name` loaded into `folder/<name>.db` (loaded once per process, copied: built_files)."""
+    return copy_built(("late", name), lambda built: load_sql((FIXTURES / f"{name}.sql").read_text(encoding="utf-8"),
+                                                             built), folder / f"{name}.db")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from import_helpers import cli, content, fts_in_sync, query
@@ -76,7 +77,7 @@ def check_file(data: bytes, tz: tzinfo | None, source: str | None, name: str = f
     return plain is not None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.sampled_from(TZS), st.sampled_from(SOURCES))
 def test_the_fast_path_plans_what_the_careful_reader_plans(data: st.DataObject, tz: tzinfo | None,
                                                            source: str | None) -> None:
@@ -84,7 +85,7 @@ def test_the_fast_path_plans_what_the_careful_reader_plans(data: st.DataObject, 
 
 
 @pytest.mark.soak
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.sampled_from(TZS), st.sampled_from(SOURCES))
 def test_the_fast_path_plans_what_the_careful_reader_plans_soak(data: st.DataObject, tz: tzinfo | None,
                                                                 source: str | None) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from import_helpers import fts_in_sync, import_json, message_extras, query, write_jsonl
@@ -247,14 +248,14 @@ def redacted_texts(draw: Any) -> tuple[str, str, list[tuple[int, int]]]:
     return said + tail, masked + tail, spans
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(redacted_texts())
 def test_a_text_redacted_as_redact_py_does_matches_its_original(case):
     said, masked, _spans = case
     assert unredacted_side(said, masked) == 0 and unredacted_side(masked, said) == 1
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(redacted_texts(), st.data())
 def test_a_character_changed_outside_the_masks_never_matches(case, data):
     said, masked, spans = case
@@ -335,7 +336,7 @@ _MASKY = st.lists(st.sampled_from([
 
 
 @given(_MASKY)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_masks_are_found_at_every_position_a_shape_matches(text):
     """Only the positions before each shape's anchor are tried: the same masks as trying every position."""
     from hermes_state_tools.ingest.copies import redaction

@@ -8,7 +8,7 @@ import sqlite3
 from contextlib import closing
 
 import pytest
-from helpers import session_with_messages
+from helpers import examples, session_with_messages
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -396,7 +396,7 @@ _QUERY_TEXT = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_QUERY_TEXT)
 @example(query="a AND AND b")
 @example(query="NEAR(a b, 2)")
@@ -417,7 +417,7 @@ def _words(text: str) -> list[str]:
     return ["".join(g) for alnum, g in itertools.groupby(text, key=str.isalnum) if alnum]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=1, max_size=60).filter(lambda t: any(c.isalnum() for c in t)),
        pick=st.integers(min_value=0, max_value=30))
 @example(text="NOT", pick=0)  # once dropped as a dangling operator, leaving nothing to search

@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,7 +86,7 @@ def test_the_pages_of_one_window_share_its_candidates_and_paging_past_it_widens_
     assert [q.window_for(o, 10, 20) for o in (0, 10, 20, 35)] == [20, 20, 40, 60]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.sampled_from(WORDS[:4]), min_size=1, max_size=2), window=st.integers(1, 150))
 def test_any_window_keeps_results_among_the_newest_and_exact_when_it_holds_every_match(store, words, window):
     _path, conn = store

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -130,7 +131,7 @@ def test_hostile_queries_never_raise(store) -> None:
         found(store, query)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet="東京大阪天気のはnginx ()\"*-ORANDNOT", max_size=20))
 def test_any_query_runs(store, query: str) -> None:
     found(store, query)
@@ -139,7 +140,7 @@ def test_any_query_runs(store, query: str) -> None:
 _CJK_TEXT = st.text(alphabet="東京大阪天気の晴れ안녕世界计划 nginxdeploy。", min_size=1, max_size=40)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_CJK_TEXT, start=st.integers(0, 40), length=st.integers(1, 6), indexed=st.booleans())
 def test_any_piece_of_a_cjk_run_finds_its_message(db: SessionDB, text: str, start: int, length: int,
                                                    indexed: bool) -> None:
@@ -184,7 +185,7 @@ def test_maintain_indexes_a_batch_per_write_transaction_and_looks_for_cjk_withou
     assert {r["id"] for r in db.search_messages("東京の天気")} == set(cjk) and latin
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(alphabet=st.one_of(st.characters(codec="utf-8", exclude_categories=("Cs",)),
                                            st.sampled_from("東京の天気ひカ한글ｶ㐀 aé🚀")), max_size=12), max_size=6))
 def test_holds_cjk_finds_what_the_pattern_finds(db: SessionDB, texts: list[str]) -> None:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ queries = st.one_of(
 FILTERS = [("", []), q._filters(["cli", "discord"], None, None), q._filters(None, None, ["user"])]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=texts, query=queries, window=st.integers(1, 40), offset=st.sampled_from([0, 3]),
        which=st.integers(0, len(FILTERS) - 1), scan=st.sampled_from([1, 5, 100]))
 def test_a_bounded_prefix_or_phrase_gives_what_fts5_ranks_first_among_the_same_newest_matches(

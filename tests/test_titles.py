@@ -7,6 +7,7 @@ import time
 import unicodedata
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -194,7 +195,7 @@ def test_like_wildcards_in_titles_are_literal(db, real, decoy, asked, expected_r
 _FORBIDDEN = {"Cc", "Cf"}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=150))
 def test_cleaning_is_idempotent_and_leaves_only_visible_single_spaced_text(raw):
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -297,7 +298,7 @@ def test_cli_upgrade_json_report(tmp_path: Path) -> None:
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     version=st.integers(min_value=1, max_value=5),
     sessions=st.lists(st.tuples(_TEXT, st.sampled_from(["cli", "telegram", "discord"]), st.none() | _TEXT),
