@@ -70,6 +70,14 @@ def test_every_writing_command_keeps_the_layout(name: str, tmp_path: Path) -> No
         _unchanged(db, objects, version)
     run(db, "prune", "--older-than", "1", "--yes")
     _unchanged(db, objects, version)
+    for options in ([], ["--dry-run"]):
+        result = cli("--db", db, "upgrade", *options, "--json", "--no-progress")
+        assert result.exit_code == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert (report["from_version"], report["to_version"]) == (version, version)
+    said = cli("--db", db, "upgrade", "--no-progress").stdout
+    assert said == f"schema is already at version {version}; nothing to do\n"
+    _unchanged(db, objects, version)
 
 
 @pytest.mark.parametrize("name", names("populated"))

@@ -33,10 +33,12 @@ def _human(doc: dict[str, Any]) -> str:
 @click.option("--no-backup", is_flag=True, help="Skip the verified backup taken before upgrading.")
 @common_options()
 def upgrade(dry_run: bool, no_backup: bool, as_json: bool) -> None:
-    """Migrate a database from any schema version 1-6 to the current one.
+    """Migrate a database from any schema version 1-5 to 6.
 
-    A verified backup (state.db.bak-<timestamp>) is taken first unless --no-backup.
-    A database written by a newer Hermes is refused (exit 3) and left untouched.
+    A verified backup (state.db.bak-<timestamp>) is taken first unless --no-backup. A file of a later
+    Hermes' layout this tool knows (7-17) keeps its version: only what its own layout lacks (an
+    index, a trigger) is put back, as that Hermes would. A layout it does not know is refused (exit
+    3) and left untouched.
 
     \b
     Examples:
