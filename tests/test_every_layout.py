@@ -266,6 +266,20 @@ def test_a_merge_says_which_hidden_rows_a_layout_without_the_column_shows(into: 
     assert shown[scenario["archived"][0]].startswith("the session, archived there, is listed here")
 
 
+@pytest.mark.parametrize("name, indexes", [("v6", ["messages_fts", "hst_messages_trigram"]),
+                                           ("v10", ["messages_fts", "messages_fts_trigram"]),
+                                           ("v17-tip", ["messages_fts", "messages_fts_trigram"])])
+def test_rebuild_fts_names_every_search_index_it_rebuilt(name: str, indexes: list[str], tmp_path: Path) -> None:
+    """Each of the layout's own, and this tool's CJK index where a layout before 10 holds CJK text."""
+    db = load(name, tmp_path / "state.db")
+    result = cli("--db", db, "rebuild-fts", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["indexes"] == indexes
+    said = cli("--db", db, "rebuild-fts").stdout
+    assert said.startswith(f"rebuilt {' and '.join(indexes)} from ")
+    search_index_agrees(db)
+
+
 def test_hermes_columns_that_are_no_object_carry_nothing(tmp_path: Path) -> None:
     line = {"format": "hermes-state-export/1", "session": {"id": "x1", "source": "cli", "started_at": 1.0e9},
             "extra": {"hermes_columns": "not an object"},

@@ -146,7 +146,7 @@ def rebuild_fts(as_json: bool) -> None:
     """
     from hermes_state_tools.maintenance.rebuild_fts import rebuild_fts_file
     doc = rebuild_fts_file(settings().db).as_dict()
-    emit(doc, lambda d: f"rebuilt messages_fts from {d['messages_indexed']:,} messages"
+    emit(doc, lambda d: f"rebuilt {' and '.join(d['indexes'])} from {d['messages_indexed']:,} messages"
                         + (f" (recreated {', '.join(d['recreated'])})" if d["recreated"] else ""))
 
 

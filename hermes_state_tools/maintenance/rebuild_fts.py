@@ -19,6 +19,7 @@ class RebuildReport(Report):
     path: str
     messages_indexed: int
     recreated: tuple[str, ...]  # FTS objects that were missing or altered and were created again
+    indexes: tuple[str, ...] = ()  # the search indexes rebuilt, the layout's own (messages_fts, ...)
     ok: bool = True
 
 
@@ -26,16 +27,18 @@ def rebuild_fts_file(path: Path) -> RebuildReport:
     """Rebuild every search index from `messages`, recreating its FTS tables or triggers first if missing
     or altered (in the file's own layout)."""
 
-    def rebuild(conn: sqlite3.Connection) -> tuple[list[str], int]:
+    def rebuild(conn: sqlite3.Connection) -> tuple[list[str], int, tuple[str, ...]]:
         missing = fts.missing_objects(conn)
         fts.recreate(conn)  # missing tables and triggers, then every index rebuilt
         missing += [f"trigger {t.name}" for t in layout_rules.restore_triggers(conn)]  # altered ones
-        trigram.refresh(conn, rebuild=True)  # the CJK side table, from scratch as well
-        return missing, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        rebuilt = tuple(index.name for index in fts.search_indexes(conn))
+        if trigram.refresh(conn, rebuild=True)["last_id"] >= 0:  # the CJK side table, from scratch as well
+            rebuilt += (trigram.TRIGRAM_TABLE,)
+        return missing, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0], rebuilt
 
     with writing(path, full=True) as (_conn, runner):
         refuse_long_lock_while_open(path, "rebuild-fts")
-        recreated, count = runner.run(rebuild)
-    return RebuildReport(str(path), count, tuple(recreated))
+        recreated, count, rebuilt = runner.run(rebuild)
+    return RebuildReport(str(path), count, tuple(recreated), rebuilt)
 
 
