@@ -207,20 +207,56 @@ def test_an_import_into_a_stored_session_adds_to_its_counters_as_that_hermes_app
     """A compacted session counts its live rows, a rewound one every row; a message imported into either
     adds one, as `append_message` does, and leaves the count of tool calls the hidden rows hold alone."""
     db = load(name, tmp_path / "state.db")
-    first = min(manifest()[name]["scenario"][kind])
+    row = _session_holding(db, min(manifest()[name]["scenario"][kind]))
+    _import_one_more(db, row["id"], tmp_path)
+    assert query(db, "SELECT message_count, tool_call_count FROM sessions WHERE id = ?", (row["id"],)) == [
+        {"message_count": row["message_count"] + 1, "tool_call_count": row["tool_call_count"]}]
+    assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE content = 'one more question'") == [{"n": 1}]
+
+
+def _session_holding(db: Path, message_id: int) -> dict[str, object]:
     [row] = query(db, "SELECT s.id, s.message_count, s.tool_call_count FROM sessions s "
-                      "JOIN messages m ON m.session_id = s.id WHERE m.id = ?", (first,))
-    [line] = export_bytes(db, "--session", row["id"]).splitlines()
+                      "JOIN messages m ON m.session_id = s.id WHERE m.id = ?", (message_id,))
+    return row
+
+
+def _import_one_more(db: Path, session_id: str, tmp_path: Path, stored_meta: bool = False) -> None:
+    """Import the session's own export with one user message more; `stored_meta`: a session_meta row
+    appended to it first, as a writer that stores one counts it (the import moves it to extra data)."""
+    [line] = export_bytes(db, "--session", session_id).splitlines()
     exported = json.loads(line)
     last = exported["messages"][-1]
+    if stored_meta:
+        with sqlite3.connect(db) as conn:
+            conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                         "(?, 'session_meta', '{\"platform\": \"cli\"}', ?)", (session_id, last["timestamp"] + 1))
+            conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (session_id,))
     exported["messages"].append({**{k: v for k, v in last.items() if k != "id"}, "role": "user",
                                  "content": "one more question", "tool_calls": None, "tool_name": None,
                                  "tool_call_id": None, "timestamp": last["timestamp"] + 60})
     (tmp_path / "more.jsonl").write_text(json.dumps(exported) + "\n", encoding="utf-8")
     run(db, "import-jsonl", tmp_path / "more.jsonl")
+
+
+def test_stored_rows_moved_to_extra_data_leave_a_compacted_session_counting_its_live_rows(tmp_path: Path) -> None:
+    db = load("v17-tip", tmp_path / "state.db")
+    row = _session_holding(db, min(manifest()["v17-tip"]["scenario"]["compacted_messages"]))
+    _import_one_more(db, str(row["id"]), tmp_path, stored_meta=True)
     assert query(db, "SELECT message_count, tool_call_count FROM sessions WHERE id = ?", (row["id"],)) == [
         {"message_count": row["message_count"] + 1, "tool_call_count": row["tool_call_count"]}]
-    assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE content = 'one more question'") == [{"n": 1}]
+    assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE role = 'session_meta'") == [{"n": 0}]
+
+
+def test_an_import_recounts_a_stored_count_no_hermes_keeps(tmp_path: Path) -> None:
+    """A NULL count, or one below the live rows, is recounted as `repair` recounts it: check is clean."""
+    db = load("v17-tip", tmp_path / "state.db")
+    row = _session_holding(db, min(manifest()["v17-tip"]["scenario"]["compacted_messages"]))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sessions SET message_count = NULL WHERE id = ?", (row["id"],))
+    _import_one_more(db, str(row["id"]), tmp_path)
+    assert query(db, "SELECT message_count FROM sessions WHERE id = ?", (row["id"],)) == [
+        {"message_count": query(db, "SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", (row["id"],))[0]["n"]}]
+    assert cli("--db", db, "check", "--no-progress").exit_code == 0
 
 
 @pytest.mark.parametrize("name", ["v6", "v11", "v16-compacted", "v17-tip"])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from hermes_state_tools.core.layouts import Layout, SearchIndex, layout, normalized, read_layout
 from hermes_state_tools.core.schema import SCHEMA_VERSION
 from hermes_state_tools.tables import counters
-from hermes_state_tools.tables.counters import REAL_MESSAGE_COUNT, REAL_TOOL_CALL_COUNT, TOOL_CALLS_OF_ROW
+from hermes_state_tools.tables.counters import REAL_MESSAGE_COUNT, REAL_TOOL_CALL_COUNT
 
 # What a trigger of the legacy inline form (v11-v22) does that an external-content index (v6-v10)
 # must never see: a plain DELETE reads the row's text back from `messages`, which an update has
@@ -73,15 +73,6 @@ def restore_triggers(conn: sqlite3.Connection) -> list[TriggerDrift]:
     return drifted
 
 
-def _active_count(alias: str) -> str:
-    return f"(SELECT COUNT(*) FROM messages m WHERE m.session_id = {alias}.id AND m.active = 1)"
-
-
-def _active_tool_calls(alias: str) -> str:
-    return (f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) FROM messages m "
-            f"WHERE m.session_id = {alias}.id AND m.active = 1)")
-
-
 def counter_mismatches(conn: sqlite3.Connection) -> list[tuple[str, int, int, int, int]]:
     """(id, stored messages, real messages, stored tool calls, real tool calls) where the stored counters
     are not what the file's Hermes keeps. Version 6 counts every row. A layout with `active` keeps
@@ -92,8 +83,8 @@ def counter_mismatches(conn: sqlite3.Connection) -> list[tuple[str, int, int, in
         return counters.mismatches(conn)
     real_m, real_t = REAL_MESSAGE_COUNT, REAL_TOOL_CALL_COUNT
     rows = conn.execute(
-        f"SELECT id, message_count, {real_m}, tool_call_count, {real_t}, {_active_count('sessions')}, "
-        f"{_active_tool_calls('sessions')} FROM sessions"
+        f"SELECT id, message_count, {real_m}, tool_call_count, {real_t}, {counters.LIVE_MESSAGE_COUNT}, "
+        f"{counters.LIVE_TOOL_CALL_COUNT} FROM sessions"
     )
     return [tuple(row[:5]) for row in rows
             if not (_within(row[1], row[5], row[2]) and _within(row[3], row[6], row[4]))]

@@ -16,6 +16,13 @@ REAL_TOOL_CALL_COUNT = (
     f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) FROM messages m WHERE m.session_id = sessions.id)"
 )
 
+# What a layout with `active` shows: the live rows, which a compaction sets the count to.
+LIVE_MESSAGE_COUNT = "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id AND m.active = 1)"
+LIVE_TOOL_CALL_COUNT = (
+    f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) FROM messages m WHERE m.session_id = sessions.id "
+    "AND m.active = 1)"
+)
+
 
 def recount(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
     """Set message_count and tool_call_count of these sessions from their messages."""
@@ -36,6 +43,31 @@ def add_new_rows(conn: sqlite3.Connection, session_ids: Iterable[str], first_id:
         f"tool_call_count = COALESCE(tool_call_count, 0) + (SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) "
         f"{new_rows}) WHERE id = ?",
         ((first_id, first_id, sid) for sid in session_ids),
+    )
+
+
+def heal(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+    """In a layout with `active`: recount (every row, as `repair` does) a session whose counters no
+    Hermes could have kept: NULL, below its live rows or above all its rows. Others stay as they are."""
+    conn.executemany(
+        f"UPDATE sessions SET message_count = {REAL_MESSAGE_COUNT}, tool_call_count = {REAL_TOOL_CALL_COUNT} "
+        f"WHERE id = ? AND (message_count IS NULL OR tool_call_count IS NULL "
+        f"OR message_count NOT BETWEEN {LIVE_MESSAGE_COUNT} AND {REAL_MESSAGE_COUNT} "
+        f"OR tool_call_count NOT BETWEEN {LIVE_TOOL_CALL_COUNT} AND {REAL_TOOL_CALL_COUNT})",
+        ((sid,) for sid in session_ids),
+    )
+
+
+def take_away_live(conn: sqlite3.Connection, session_id: str, message_ids: list[int]) -> None:
+    """Before these rows of a session are deleted: take what they added to its counters (its live rows,
+    as a layout with `active` counts them) away."""
+    marks = ",".join("?" * len(message_ids))
+    rows = f"FROM messages m WHERE m.id IN ({marks}) AND m.active = 1"
+    conn.execute(
+        f"UPDATE sessions SET message_count = MAX(COALESCE(message_count, 0) - (SELECT COUNT(*) {rows}), 0), "
+        f"tool_call_count = MAX(COALESCE(tool_call_count, 0) - (SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) "
+        f"{rows}), 0) WHERE id = ?",
+        (*message_ids, *message_ids, session_id),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from hermes_state_tools.core import jsonutil
 from hermes_state_tools.core.records import FOREIGN_ROLES as FOREIGN_ROLES  # named in check's finding
 from hermes_state_tools.core.records import FOREIGN_ROWS_KEY
+from hermes_state_tools.core.schema import table_columns
 from hermes_state_tools.tables import counters, extras
 
 EXTRA_KEY = FOREIGN_ROWS_KEY  # the session extra key the moved rows are kept under
@@ -45,8 +46,10 @@ def _meta_values(row: dict[str, Any]) -> dict[str, Any]:
 def move_foreign_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, int]:
     """Move each session's rows that are no message into its extra data (`foreign_rows`: every column
     and the row's own extra data), fill NULL model/system prompt/user id from them, delete the rows,
-    recount; returns session id -> rows moved. Inside the caller's transaction."""
+    recount (in a layout with `active`, take the moved live rows off the count that layout keeps);
+    returns session id -> rows moved. Inside the caller's transaction."""
     moved: dict[str, int] = {}
+    live = "active" in table_columns(conn, "messages")
     for session_id in session_ids:
         rows = _rows(conn, session_id)
         if not rows:
@@ -71,9 +74,11 @@ def move_foreign_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> d
                              ("cli" if values["platform"] == "local" else values["platform"], session_id))
         ids = [row["id"] for row in rows]
         marks = ",".join("?" * len(ids))
+        if live:
+            counters.take_away_live(conn, session_id, ids)
         conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", ids)
         if extras.present(conn):
             conn.execute(f"DELETE FROM {extras.MESSAGE_TABLE} WHERE message_id IN ({marks})", ids)
         moved[session_id] = len(rows)
-    counters.recount(conn, list(moved))
+    (counters.heal if live else counters.recount)(conn, list(moved))
     return moved

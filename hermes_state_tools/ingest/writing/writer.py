@@ -392,6 +392,7 @@ def _count(conn: sqlite3.Connection, layout: FileLayout, writer: _BatchWriter) -
         return
     counters.recount(conn, writer.recount)
     counters.add_new_rows(conn, writer.extended, writer.first_id)
+    counters.heal(conn, writer.changed)  # a count no Hermes keeps (NULL, out of range) is recounted
 
 
 def _with_notices(result: BatchResult, notices: dict[str, tuple[Problem, ...]]) -> BatchResult:
