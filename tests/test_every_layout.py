@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,12 +210,16 @@ def test_an_import_into_a_stored_session_adds_to_its_counters_as_that_hermes_app
     db = load(name, tmp_path / "state.db")
     row = _session_holding(db, min(manifest()[name]["scenario"][kind]))
     _import_one_more(db, row["id"], tmp_path)
-    assert query(db, "SELECT message_count, tool_call_count FROM sessions WHERE id = ?", (row["id"],)) == [
-        {"message_count": row["message_count"] + 1, "tool_call_count": row["tool_call_count"]}]
+    _assert_one_more_counted(db, row)
     assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE content = 'one more question'") == [{"n": 1}]
 
 
-def _session_holding(db: Path, message_id: int) -> dict[str, object]:
+def _assert_one_more_counted(db: Path, before: dict[str, Any]) -> None:
+    assert query(db, "SELECT message_count, tool_call_count FROM sessions WHERE id = ?", (before["id"],)) == [
+        {"message_count": before["message_count"] + 1, "tool_call_count": before["tool_call_count"]}]
+
+
+def _session_holding(db: Path, message_id: int) -> dict[str, Any]:
     [row] = query(db, "SELECT s.id, s.message_count, s.tool_call_count FROM sessions s "
                       "JOIN messages m ON m.session_id = s.id WHERE m.id = ?", (message_id,))
     return row
@@ -241,9 +246,8 @@ def _import_one_more(db: Path, session_id: str, tmp_path: Path, stored_meta: boo
 def test_stored_rows_moved_to_extra_data_leave_a_compacted_session_counting_its_live_rows(tmp_path: Path) -> None:
     db = load("v17-tip", tmp_path / "state.db")
     row = _session_holding(db, min(manifest()["v17-tip"]["scenario"]["compacted_messages"]))
-    _import_one_more(db, str(row["id"]), tmp_path, stored_meta=True)
-    assert query(db, "SELECT message_count, tool_call_count FROM sessions WHERE id = ?", (row["id"],)) == [
-        {"message_count": row["message_count"] + 1, "tool_call_count": row["tool_call_count"]}]
+    _import_one_more(db, row["id"], tmp_path, stored_meta=True)
+    _assert_one_more_counted(db, row)
     assert query(db, "SELECT COUNT(*) AS n FROM messages WHERE role = 'session_meta'") == [{"n": 0}]
 
 
@@ -253,7 +257,7 @@ def test_an_import_recounts_a_stored_count_no_hermes_keeps(tmp_path: Path) -> No
     row = _session_holding(db, min(manifest()["v17-tip"]["scenario"]["compacted_messages"]))
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET message_count = NULL WHERE id = ?", (row["id"],))
-    _import_one_more(db, str(row["id"]), tmp_path)
+    _import_one_more(db, row["id"], tmp_path)
     assert query(db, "SELECT message_count FROM sessions WHERE id = ?", (row["id"],)) == [
         {"message_count": query(db, "SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", (row["id"],))[0]["n"]}]
     assert cli("--db", db, "check", "--no-progress").exit_code == 0

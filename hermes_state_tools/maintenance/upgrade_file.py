@@ -52,7 +52,7 @@ def upgrade_file(path: Path, *, backup: bool = True, dry_run: bool = False,
             return _run_upgrade(copy, None, True)
     look = look_at_schema(path)
     if not look.pending:  # nothing to write: a read-only file or folder is no reason to refuse
-        version = look.state[0] if isinstance(look.state[0], int) else SCHEMA_VERSION  # a later layout keeps its own
+        version = SCHEMA_VERSION if look.version is None else look.version  # a later layout keeps its own
         return UpgradeFileReport(version, version, False, (), (), (), None, False)
     require_writable(path)  # a file this process cannot write gets no .bak and no -wal beside it
     remove_stale_temps(path.parent)  # a killed earlier upgrade's half backup, under its temporary name

@@ -392,6 +392,11 @@ class SchemaLook:
     rebuilds_index: bool  # ... one that recreates the search index and fills it from every message
     state: tuple[object, ...]  # the version row and SQLite's schema cookie: what every such step changes
 
+    @property
+    def version(self) -> int | None:
+        """The version row (None when it is missing or not a number)."""
+        return self.state[0] if isinstance(self.state[0], int) else None
+
 
 def look_at_schema(path: Path) -> SchemaLook:
     """One read-only look at the file's schema (the file's own tables, not a read command's v6 views)."""

@@ -11,17 +11,18 @@ TOOL_CALLS_OF_ROW = (
     "WHEN json_valid(m.tool_calls) AND json_type(m.tool_calls) = 'array' THEN json_array_length(m.tool_calls) "
     "ELSE 1 END"
 )
-REAL_MESSAGE_COUNT = "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)"
-REAL_TOOL_CALL_COUNT = (
-    f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) FROM messages m WHERE m.session_id = sessions.id)"
-)
 
+
+def counted(where: str) -> tuple[str, str]:
+    """The two subqueries that count the rows of `messages m` matching `where`: how many there are, and
+    the tool calls they hold."""
+    rows = f"FROM messages m WHERE {where}"
+    return f"(SELECT COUNT(*) {rows})", f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) {rows})"
+
+
+REAL_MESSAGE_COUNT, REAL_TOOL_CALL_COUNT = counted("m.session_id = sessions.id")
 # What a layout with `active` shows: the live rows, which a compaction sets the count to.
-LIVE_MESSAGE_COUNT = "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id AND m.active = 1)"
-LIVE_TOOL_CALL_COUNT = (
-    f"(SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) FROM messages m WHERE m.session_id = sessions.id "
-    "AND m.active = 1)"
-)
+LIVE_MESSAGE_COUNT, LIVE_TOOL_CALL_COUNT = counted("m.session_id = sessions.id AND m.active = 1")
 
 
 def recount(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
@@ -37,11 +38,10 @@ def add_new_rows(conn: sqlite3.Connection, session_ids: Iterable[str], first_id:
     """Add to the counters of these sessions what their messages from `first_id` on add, as
     `append_message` adds one row at a time: a layout that hides rewound rows keeps its own count
     (the live rows after an in-place compaction), which a recount over every row would overwrite."""
-    new_rows = "FROM messages m WHERE m.session_id = sessions.id AND m.id >= ?"
+    added, calls = counted("m.session_id = sessions.id AND m.id >= ?")
     conn.executemany(
-        f"UPDATE sessions SET message_count = COALESCE(message_count, 0) + (SELECT COUNT(*) {new_rows}), "
-        f"tool_call_count = COALESCE(tool_call_count, 0) + (SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) "
-        f"{new_rows}) WHERE id = ?",
+        f"UPDATE sessions SET message_count = COALESCE(message_count, 0) + {added}, "
+        f"tool_call_count = COALESCE(tool_call_count, 0) + {calls} WHERE id = ?",
         ((first_id, first_id, sid) for sid in session_ids),
     )
 
@@ -61,12 +61,10 @@ def heal(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
 def take_away_live(conn: sqlite3.Connection, session_id: str, message_ids: list[int]) -> None:
     """Before these rows of a session are deleted: take what they added to its counters (its live rows,
     as a layout with `active` counts them) away."""
-    marks = ",".join("?" * len(message_ids))
-    rows = f"FROM messages m WHERE m.id IN ({marks}) AND m.active = 1"
+    gone, calls = counted(f"m.id IN ({','.join('?' * len(message_ids))}) AND m.active = 1")
     conn.execute(
-        f"UPDATE sessions SET message_count = MAX(COALESCE(message_count, 0) - (SELECT COUNT(*) {rows}), 0), "
-        f"tool_call_count = MAX(COALESCE(tool_call_count, 0) - (SELECT COALESCE(SUM({TOOL_CALLS_OF_ROW}), 0) "
-        f"{rows}), 0) WHERE id = ?",
+        f"UPDATE sessions SET message_count = MAX(COALESCE(message_count, 0) - {gone}, 0), "
+        f"tool_call_count = MAX(COALESCE(tool_call_count, 0) - {calls}, 0) WHERE id = ?",
         (*message_ids, *message_ids, session_id),
     )
 

@@ -137,7 +137,7 @@ def _recount_where_every_row_shows(conn: sqlite3.Connection, created: Sequence[s
     for ids in _chunks(created):
         short = [row[0] for row in conn.execute(
             f"SELECT id FROM sessions WHERE id IN ({','.join('?' * len(ids))}) AND message_count != "
-            "(SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id)", ids)]
+            f"{counters.REAL_MESSAGE_COUNT}", ids)]
         counters.recount(conn, short)
 
 
